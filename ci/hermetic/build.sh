@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# Builds every part of the hermetic cluster into $CNPE_HERMETIC_CACHE (default
+# /var/cache/cnpe-hermetic). Idempotent: a part whose output exists is skipped.
+# Usage: build.sh [part...]   parts: debs k8s etcd argocd pause nginx (default: all)
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+mkdir -p "$BIN" "$IMAGES" "$DEBS" "$GOMODCACHE" "$GOCACHE"
+
+declare -A TOOK
+timed() { # timed NAME FUNC
+  local name="$1" t0; t0=$(date +%s)
+  "$2"
+  TOOK[$name]=$(( $(date +%s) - t0 ))
+  log "part $name took ${TOOK[$name]}s"
+}
+
+# ---------------------------------------------------------------- Debian packages
+APT_PKGS=(containerd runc containernetworking-plugins redis-server git busybox-static
+          openssl iproute2 iptables ca-certificates curl gcc libc6-dev jq)
+part_debs() {
+  local missing=() p
+  for p in "${APT_PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then log "debs: all installed, skip"; return; fi
+  log "debs: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # policy-rc.d keeps postinst scripts from starting redis/containerd on the host
+  local prc=/usr/sbin/policy-rc.d had_prc=0
+  [ -e $prc ] && had_prc=1
+  [ $had_prc = 1 ] || { printf '#!/bin/sh\nexit 101\n' > $prc; chmod +x $prc; }
+  apt-get update -qq || true
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  [ $had_prc = 1 ] || rm -f $prc
+  # make sure nothing installed as a service keeps running
+  pkill -x redis-server 2>/dev/null || true
+}
+
+# ---------------------------------------------------------------- Go binaries
+K8S_LDFLAGS() {
+  local major=${K8S_VERSION#v}; major=${major%%.*}
+  local minor=${K8S_VERSION#v*.}; minor=${minor%%.*}
+  local f="-s -w" p
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    f+=" -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=$major -X $p.gitMinor=$minor"
+    f+=" -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.gitTreeState=clean"
+    f+=" -X $p.buildDate=2026-01-01T00:00:00Z"
+  done
+  echo "$f"
+}
+part_k8s() {
+  local stamp="$BIN/.k8s-$K8S_VERSION" b ok=1
+  for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl; do
+    [ -x "$BIN/$b" ] || ok=0
+  done
+  if [ $ok = 1 ] && [ -e "$stamp" ]; then log "k8s: built, skip"; return; fi
+  log "k8s: building $K8S_VERSION"
+  (cd "$HERMETIC_DIR/modules/kubernetes" &&
+   CGO_ENABLED=0 go build -trimpath -tags selinux,notest -ldflags "$(K8S_LDFLAGS)" -o "$BIN/" \
+     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl)
+  touch "$stamp"
+}
+part_etcd() {
+  if [ -x "$BIN/etcd" ] && [ -e "$BIN/.etcd-$ETCD_VERSION" ]; then log "etcd: built, skip"; return; fi
+  log "etcd: building $ETCD_VERSION"
+  (cd "$HERMETIC_DIR/modules/etcd" &&
+   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=${ETCD_VERSION}" \
+     -o "$BIN/etcd" go.etcd.io/etcd/server/v3)
+  touch "$BIN/.etcd-$ETCD_VERSION"
+}
+part_argocd() {
+  if [ -x "$BIN/argocd" ] && [ -e "$BIN/.argocd-$ARGOCD_VERSION" ]; then log "argocd: built, skip"; return; fi
+  log "argocd: building $ARGOCD_VERSION"
+  local p=github.com/argoproj/argo-cd/v3/common
+  (cd "$HERMETIC_DIR/modules/argocd" &&
+   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $p.version=${ARGOCD_VERSION#v} -X $p.buildDate=2026-01-01T00:00:00Z -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.gitTreeState=clean" \
+     -o "$BIN/argocd" github.com/argoproj/argo-cd/v3/cmd)
+  local n
+  for n in argocd-repo-server argocd-application-controller; do ln -sf argocd "$BIN/$n"; done
+  touch "$BIN/.argocd-$ARGOCD_VERSION"
+}
+
+# ---------------------------------------------------------------- images
+# docker-archive tar written by hand: manifest.json + config json + one layer tar.
+# write_image OUT.tar NAME:TAG ROOTFS_DIR CONFIG_JSON_FRAGMENT(for .config)
+write_image() {
+  local out="$1" ref="$2" rootfs="$3" cfg="$4" tmp
+  tmp="$(mktemp -d)"
+  tar --numeric-owner --owner=0 --group=0 -C "$rootfs" -cf "$tmp/layer.tar" .
+  local diffid; diffid="sha256:$(sha256sum "$tmp/layer.tar" | cut -d' ' -f1)"
+  mkdir -p "$tmp/out"
+  local ldig=${diffid#sha256:}
+  mkdir -p "$tmp/out/$ldig"; mv "$tmp/layer.tar" "$tmp/out/$ldig/layer.tar"
+  printf '{"architecture":"amd64","os":"linux","created":"2026-01-01T00:00:00Z","config":%s,"rootfs":{"type":"layers","diff_ids":["%s"]},"history":[{"created":"2026-01-01T00:00:00Z","created_by":"cnpe ci/hermetic build.sh"}]}' \
+    "$cfg" "$diffid" > "$tmp/config.json"
+  local cdig; cdig="$(sha256sum "$tmp/config.json" | cut -d' ' -f1)"
+  mv "$tmp/config.json" "$tmp/out/$cdig.json"
+  printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["%s/layer.tar"]}]' "$cdig" "$ref" "$ldig" > "$tmp/out/manifest.json"
+  tar -C "$tmp/out" -cf "$out.tmp" . && mv "$out.tmp" "$out"
+  rm -rf "$tmp"
+}
+PAUSE_REF="registry.k8s.io/pause:3.10-cnpe"
+part_pause() {
+  local out="$IMAGES/pause.tar"
+  if [ -s "$out" ]; then log "pause: exists, skip"; return; fi
+  local src; src="$(cd "$HERMETIC_DIR/modules/kubernetes" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c"
+  [ -f "$src" ] || (cd "$HERMETIC_DIR/modules/kubernetes" && go mod download k8s.io/kubernetes)
+  local r; r="$(mktemp -d)"
+  gcc -Os -static -DVERSION=3.10-cnpe -o "$r/pause" "$src"
+  strip "$r/pause" || true
+  write_image "$out" "$PAUSE_REF" "$r" '{"Entrypoint":["/pause"],"User":"65535:65535"}'
+  rm -rf "$r"
+}
+NGINX_REF="docker.io/library/nginx:1.27-alpine"
+part_nginx() {
+  local out="$IMAGES/nginx.tar"
+  if [ -s "$out" ]; then log "nginx: exists, skip"; return; fi
+  local dl="$DEBS/nginx"; mkdir -p "$dl"
+  if ! ls "$dl"/nginx*.deb >/dev/null 2>&1; then
+    (cd "$dl" && apt-get download nginx nginx-common 2>/dev/null ||
+       { apt-get update -qq; apt-get download nginx nginx-common; })
+    # Debian 12 splits the binary into nginx-core/nginx-light in some releases
+    ls "$dl"/nginx_*.deb >/dev/null 2>&1 || (cd "$dl" && apt-get download nginx-light || apt-get download nginx-core)
+  fi
+  local r; r="$(mktemp -d)"
+  for d in "$dl"/*.deb; do dpkg -x "$d" "$r"; done
+  local nb; nb="$(ls "$r"/usr/sbin/nginx)"
+  # shared libraries of nginx (and its dynamic modules), copied with their paths
+  local libs; libs="$( { ldd "$nb"; for m in "$r"/usr/lib/nginx/modules/*.so; do [ -e "$m" ] && ldd "$m"; done; } 2>/dev/null |
+      awk '/=>/ {print $3} /^\s*\/lib/ {print $1}' | grep '^/' | sort -u)"
+  local l
+  for l in $libs /lib64/ld-linux-x86-64.so.2; do
+    mkdir -p "$r$(dirname "$l")"; cp -L "$l" "$r$l"
+  done
+  # ld-linux path for /lib64 and usrmerge-style lib dirs
+  mkdir -p "$r/bin" "$r/sbin" "$r/etc" "$r/run" "$r/var/lib/nginx" "$r/var/log/nginx" "$r/tmp" \
+           "$r/usr/share/nginx/html" "$r/etc/nginx/conf.d"
+  chmod 1777 "$r/tmp"
+  cp /bin/busybox "$r/bin/busybox"
+  for a in sh ls cat printf echo mkdir rm sleep wget env ps; do ln -sf busybox "$r/bin/$a"; done
+  ln -sf /usr/sbin/nginx "$r/sbin/nginx"
+  echo 'root:x:0:0:root:/root:/bin/sh
+nobody:x:65534:65534:nobody:/nonexistent:/bin/sh
+www-data:x:33:33:www-data:/var/www:/bin/sh
+nginx:x:101:101:nginx:/var/cache/nginx:/bin/sh' > "$r/etc/passwd"
+  echo 'root:x:0:
+nogroup:x:65534:
+www-data:x:33:
+nginx:x:101:' > "$r/etc/group"
+  echo 'hosts: files dns' > "$r/etc/nsswitch.conf"
+  cat > "$r/etc/nginx/nginx.conf" <<'NGX'
+user nginx;
+worker_processes 1;
+error_log /var/log/nginx/error.log notice;
+pid /run/nginx.pid;
+events { worker_connections 1024; }
+http {
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    access_log /var/log/nginx/access.log;
+    sendfile on;
+    keepalive_timeout 65;
+    include /etc/nginx/conf.d/*.conf;
+}
+NGX
+  cat > "$r/etc/nginx/conf.d/default.conf" <<'NGX'
+server {
+    listen 80;
+    listen [::]:80;
+    server_name localhost;
+    location / {
+        root /usr/share/nginx/html;
+        index index.html index.htm;
+    }
+}
+NGX
+  rm -f "$r/etc/nginx/sites-enabled/default"
+  printf '<!DOCTYPE html>\n<html><body><h1>Welcome to nginx!</h1></body></html>\n' > "$r/usr/share/nginx/html/index.html"
+  rm -rf "$r/usr/share/doc" "$r/usr/share/man" "$r/etc/init.d" "$r/etc/logrotate.d" "$r/etc/ufw" "$r/lib/systemd"
+  write_image "$out" "$NGINX_REF" "$r" \
+    '{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":["nginx","-g","daemon off;"],"ExposedPorts":{"80/tcp":{}},"StopSignal":"SIGQUIT","WorkingDir":"/"}'
+  rm -rf "$r"
+}
+
+ALL=(debs k8s etcd argocd pause nginx)
+parts=("$@"); [ ${#parts[@]} -gt 0 ] || parts=("${ALL[@]}")
+T0=$(date +%s)
+for p in "${parts[@]}"; do timed "$p" "part_$p"; done
+log "build.sh done in $(( $(date +%s) - T0 ))s: $(for p in "${parts[@]}"; do printf '%s=%ss ' "$p" "${TOOK[$p]}"; done)"

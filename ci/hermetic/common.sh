@@ -1,0 +1,25 @@
+# Shared settings for ci/hermetic scripts. Sourced, not executed.
+HERMETIC_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=versions.env
+. "$HERMETIC_DIR/versions.env"
+CACHE="${CNPE_HERMETIC_CACHE:-/var/cache/cnpe-hermetic}"
+BIN="$CACHE/bin"
+IMAGES="$CACHE/images"
+DEBS="$CACHE/debs"
+RUN="${CNPE_HERMETIC_RUN:-$CACHE/run}"
+LOGS="$RUN/logs"
+PIDFILE="$RUN/pids"
+KUBECONFIG_ADMIN="$RUN/admin.kubeconfig"
+export GOMODCACHE="$CACHE/gomod" GOCACHE="$CACHE/gocache"
+export GOFLAGS="-mod=mod -buildvcs=false"
+export GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
+NODE_IP="${CNPE_NODE_IP:-10.99.0.1}"
+NODE_NAME="${CNPE_NODE_NAME:-cnpe-node}"
+BARE_REPO="${CNPE_BARE_REPO:-/srv/bare/app.git}"
+BARE_BASE="$(dirname "$BARE_REPO")"
+SERVICE_CIDR="10.96.0.0/16"
+SERVICE_IP1="10.96.0.1"
+POD_CIDR="10.88.0.0/16"
+PATH="$BIN:/usr/local/go/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
+export PATH
+log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
