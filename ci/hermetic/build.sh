@@ -127,7 +127,7 @@ part_nginx() {
   for d in "$dl"/*.deb; do dpkg -x "$d" "$r"; done
   local nb; nb="$(ls "$r"/usr/sbin/nginx)"
   # shared libraries of nginx (and its dynamic modules), copied with their paths
-  local libs; libs="$( { ldd "$nb"; for m in "$r"/usr/lib/nginx/modules/*.so; do [ -e "$m" ] && ldd "$m"; done; } 2>/dev/null |
+  local libs; libs="$( { ldd "$nb"; for m in "$r"/usr/lib/nginx/modules/*.so; do [ -e "$m" ] && ldd "$m"; done; true; } 2>/dev/null |
       awk '/=>/ {print $3} /^\s*\/lib/ {print $1}' | grep '^/' | sort -u)"
   local l
   for l in $libs /lib64/ld-linux-x86-64.so.2; do
