@@ -1,0 +1,188 @@
+//! The lab's records on disk: `.sha` files and evidence JSON. Write-once: a record, once made,
+//! is never overwritten (a rerun may write the identical bytes again, which changes nothing), so
+//! the record of the outage survives the recovery and any rerun.
+
+use crate::strict_json::MAX_INPUT_BYTES;
+use anyhow::{bail, Context, Result};
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteOutcome {
+    Created,
+    /// The file already held exactly these bytes.
+    AlreadyRecorded,
+}
+
+/// Creates `path` with `bytes`, or confirms it already holds them. Refuses (naming the file) to
+/// replace different content. The new file appears atomically and complete: it is written to a
+/// temporary name and hard-linked into place, which fails if the name exists.
+pub fn write_once(path: &Path, bytes: &[u8]) -> Result<WriteOutcome> {
+    if let Some(existing) = read_if_exists(path)? {
+        if existing == bytes {
+            return Ok(WriteOutcome::AlreadyRecorded);
+        }
+        bail!(
+            "{} already records something else; records are write-once (reset the lab to start over)",
+            path.display()
+        );
+    }
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).with_context(|| format!("creating directory {}", dir.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("record"),
+        std::process::id()
+    ));
+    fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    let linked = fs::hard_link(&tmp, path);
+    let _ = fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(WriteOutcome::Created),
+        // Someone created it between our check and the link: compare again, never replace.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => write_once(path, bytes),
+        Err(e) => Err(e).with_context(|| format!("creating {}", path.display())),
+    }
+}
+
+fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>> {
+    match fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// Reads at most [`MAX_INPUT_BYTES`] + 1 bytes, so an oversized input is detected (and rejected
+/// by the parser) without holding it in memory.
+pub fn read_bounded(path: &Path) -> Result<Vec<u8>> {
+    let file = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut buf = Vec::new();
+    file.take(MAX_INPUT_BYTES as u64 + 1)
+        .read_to_end(&mut buf)
+        .with_context(|| format!("reading {}", path.display()))?;
+    Ok(buf)
+}
+
+/// Records a full SHA (as `git rev-parse` prints it: the SHA and a newline).
+pub fn write_sha(path: &Path, sha: &str) -> Result<WriteOutcome> {
+    if !crate::gate::is_full_sha(sha) {
+        bail!("refusing to record {sha:?} in {}: not a full lowercase SHA", path.display());
+    }
+    write_once(path, format!("{sha}\n").as_bytes())
+}
+
+/// Reads a `.sha` record; `None` when it does not exist, an error naming the file when it holds
+/// anything but one full lowercase SHA.
+pub fn read_sha(path: &Path) -> Result<Option<String>> {
+    let Some(bytes) = read_if_exists(path)? else { return Ok(None) };
+    let text = String::from_utf8_lossy(&bytes);
+    let sha = text.trim_end_matches('\n');
+    if !crate::gate::is_full_sha(sha) {
+        bail!("{} does not hold a full lowercase SHA (found {:?})", path.display(), truncate(sha));
+    }
+    Ok(Some(sha.to_string()))
+}
+
+/// Records evidence JSON, pretty-printed with a final newline.
+pub fn write_json(path: &Path, value: &serde_json::Value) -> Result<WriteOutcome> {
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    write_once(path, text.as_bytes())
+}
+
+/// Reads an evidence file strictly (duplicate keys rejected), naming the file on error.
+pub fn read_json(path: &Path) -> Result<Option<serde_json::Value>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let bytes = read_bounded(path)?;
+    let value = crate::strict_json::parse_value(&bytes)
+        .with_context(|| format!("{} is not valid evidence JSON", path.display()))?;
+    Ok(Some(value))
+}
+
+fn truncate(s: &str) -> String {
+    s.chars().take(60).collect()
+}
+
+/// The lab's record files, under the evidence directory.
+#[derive(Debug, Clone)]
+pub struct RecordPaths {
+    pub dir: PathBuf,
+}
+
+impl RecordPaths {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+    pub fn baseline_sha(&self) -> PathBuf {
+        self.dir.join("baseline.sha")
+    }
+    pub fn bad_sha(&self) -> PathBuf {
+        self.dir.join("bad.sha")
+    }
+    pub fn recovered_sha(&self) -> PathBuf {
+        self.dir.join("recovered.sha")
+    }
+    pub fn project(&self) -> PathBuf {
+        self.dir.join("project.json")
+    }
+    pub fn application(&self) -> PathBuf {
+        self.dir.join("application.json")
+    }
+    pub fn baseline_json(&self) -> PathBuf {
+        self.dir.join("baseline.json")
+    }
+    pub fn failed_json(&self) -> PathBuf {
+        self.dir.join("failed.json")
+    }
+    pub fn recovered_json(&self) -> PathBuf {
+        self.dir.join("recovered.json")
+    }
+    pub fn timeline(&self) -> PathBuf {
+        self.dir.join("timeline.json")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_once_refuses_different_content_and_keeps_the_original() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("failed.json");
+        assert_eq!(write_once(&p, b"outage").unwrap(), WriteOutcome::Created);
+        assert_eq!(write_once(&p, b"outage").unwrap(), WriteOutcome::AlreadyRecorded);
+        let err = write_once(&p, b"healthy").unwrap_err().to_string();
+        assert!(err.contains("failed.json"), "{err}");
+        assert_eq!(fs::read(&p).unwrap(), b"outage");
+        // No temporary files left behind.
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn sha_file_holding_something_else_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bad.sha");
+        fs::write(&p, "HEAD~1\n").unwrap();
+        let err = read_sha(&p).unwrap_err().to_string();
+        assert!(err.contains("bad.sha"), "{err}");
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        assert!(write_sha(&p, sha).is_err());
+        assert_eq!(fs::read(&p).unwrap(), b"HEAD~1\n");
+    }
+
+    #[test]
+    fn sha_round_trip_and_rerun_is_a_no_op() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("baseline.sha");
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        assert_eq!(write_sha(&p, sha).unwrap(), WriteOutcome::Created);
+        assert_eq!(write_sha(&p, sha).unwrap(), WriteOutcome::AlreadyRecorded);
+        assert_eq!(read_sha(&p).unwrap().as_deref(), Some(sha));
+        assert!(write_sha(&p, "ABCDEF").is_err());
+    }
+}
