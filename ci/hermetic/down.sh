@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Stops exactly what up.sh started (pids recorded in $RUN/pids), removes pod containers,
+# shims, mounts and runtime state (etcd data, containerd root, kubelet dir, CNI IPAM) so the
+# next up.sh starts clean. Leaves caches (Go, binaries, images, certs). Idempotent.
+set -uo pipefail
+. "$(dirname "$0")/common.sh"
+CTRD_SOCK=/run/cnpe-containerd/containerd.sock
+
+stop_pid() { # stop_pid NAME PID
+  local n="$1" p="$2" i
+  kill -0 "$p" 2>/dev/null || return 0
+  kill -TERM "$p" 2>/dev/null
+  for i in $(seq 1 40); do kill -0 "$p" 2>/dev/null || { log "stopped $n ($p)"; return 0; }; sleep 0.25; done
+  kill -KILL "$p" 2>/dev/null; log "killed $n ($p)"
+}
+pid_of() { [ -s "$PIDFILE" ] && awk -v n="$1" '$1==n{p=$2} END{print p}' "$PIDFILE"; }
+
+if [ -s "$PIDFILE" ]; then
+  # reverse start order, but keep containerd until its tasks are gone
+  for n in argocd-application-controller argocd-repo-server git-daemon redis kubelet \
+           kube-scheduler kube-controller-manager; do
+    p=$(pid_of "$n"); [ -n "$p" ] && stop_pid "$n" "$p"
+  done
+fi
+# pod containers: kill and remove every task/container in containerd's k8s.io namespace
+if [ -S "$CTRD_SOCK" ] && ctr -a "$CTRD_SOCK" version >/dev/null 2>&1; then
+  for t in $(ctr -a "$CTRD_SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
+    ctr -a "$CTRD_SOCK" -n k8s.io tasks kill -s SIGKILL "$t" >/dev/null 2>&1
+  done
+  sleep 1
+  for t in $(ctr -a "$CTRD_SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
+    ctr -a "$CTRD_SOCK" -n k8s.io tasks rm -f "$t" >/dev/null 2>&1
+  done
+  for c in $(ctr -a "$CTRD_SOCK" -n k8s.io containers ls -q 2>/dev/null); do
+    ctr -a "$CTRD_SOCK" -n k8s.io containers rm "$c" >/dev/null 2>&1
+  done
+fi
+if [ -s "$PIDFILE" ]; then
+  for n in containerd kube-apiserver etcd; do
+    p=$(pid_of "$n"); [ -n "$p" ] && stop_pid "$n" "$p"
+  done
+fi
+# shims started by OUR containerd (identified by its socket address on their command line)
+for p in $(pgrep -f -- "-address $CTRD_SOCK" 2>/dev/null); do
+  [ "$(readlink "/proc/$p/exe" 2>/dev/null | xargs -r basename)" = containerd-shim-runc-v2 ] || continue
+  kill -KILL "$p" 2>/dev/null && log "killed shim $p"
+done
+# processes still inside the kubepods cgroup (pod processes whose shim died)
+for f in /sys/fs/cgroup/pids/kubepods /sys/fs/cgroup/memory/kubepods; do
+  [ -d "$f" ] && find "$f" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+done
+# mounts: kubelet volumes, containerd rootfs/shm, netns bind mounts
+umount_under() {
+  local d="$1"
+  awk '{print $5}' /proc/self/mountinfo | grep -E "^$d(/|$)" | sort -r | while read -r m; do
+    umount -l "$m" 2>/dev/null
+  done
+}
+umount_under /var/lib/kubelet
+umount_under "$RUN/containerd"
+umount_under /run/cnpe-containerd
+for ns in /run/netns/cni-*; do [ -e "$ns" ] && { umount -l "$ns" 2>/dev/null; rm -f "$ns"; }; done
+ip link show cni0 >/dev/null 2>&1 && ip link del cni0
+# runtime state (not caches)
+rm -rf "$RUN/etcd" "$RUN/containerd" "$RUN/cni/ipam" "$RUN/redis" "$RUN/argocd-tmp" /run/cnpe-containerd
+rm -rf /var/lib/kubelet/pods /var/lib/kubelet/plugins* /var/lib/kubelet/pod-resources \
+       /var/lib/kubelet/cpu_manager_state /var/lib/kubelet/memory_manager_state /var/lib/kubelet/dra_manager_state 2>/dev/null
+# empty kubepods cgroups
+for c in /sys/fs/cgroup/*/kubepods; do
+  [ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null
+done
+rm -f "$PIDFILE"
+log "down"
+exit 0

@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# Prints the path of the hermetic cluster's admin kubeconfig (written by up.sh).
+. "$(dirname "$0")/common.sh"
+echo "$KUBECONFIG_ADMIN"
+[ -s "$KUBECONFIG_ADMIN" ] || { echo "kubeconfig.sh: $KUBECONFIG_ADMIN missing (run up.sh)" >&2; exit 1; }
