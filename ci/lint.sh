@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Static checks of the CI files (usage: bash ci/lint.sh, from anywhere):
+#  - ShellCheck on every *.sh under ci/ (found at run time, so new scripts are linted too);
+#  - actionlint on every workflow under .github/workflows/ (with ShellCheck on run: blocks);
+#  - manifests: ci/kind's kind config and manifests, rendered as up.sh renders them, parsed and
+#    cross-checked by ci/kind/check-manifests.py (the kind path cannot run here).
+# Installs missing tools: shellcheck from Debian, actionlint from the Go module proxy into
+# $CNPE_TOOLS_CACHE (default /var/cache/cnpe-tools), PyYAML from Debian. Runs every check, then
+# exits non-zero if any failed, ending with one summary line.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+ACTIONLINT_VERSION=v1.7.12
+TOOLS="${CNPE_TOOLS_CACHE:-/var/cache/cnpe-tools}"
+start=$SECONDS
+say() { printf 'lint: %s\n' "$*" >&2; }
+
+apt_updated=""
+apt_install() {
+  if [[ -z $apt_updated ]]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+# --- tools
+if ! command -v shellcheck >/dev/null; then
+  say "installing shellcheck (Debian)"
+  apt_install shellcheck
+fi
+SHELLCHECK="$(command -v shellcheck)"
+
+ACTIONLINT="$TOOLS/bin/actionlint"
+if [[ ! -x $ACTIONLINT ]] || [[ "$("$ACTIONLINT" -version 2>/dev/null | head -n1)" != "$ACTIONLINT_VERSION" ]]; then
+  say "installing actionlint $ACTIONLINT_VERSION (Go module proxy) into $TOOLS/bin"
+  command -v go >/dev/null || PATH="$PATH:/usr/local/go/bin"
+  mkdir -p "$TOOLS/bin"
+  GOBIN="$TOOLS/bin" GOMODCACHE="$TOOLS/gomod" GOCACHE="$TOOLS/gocache" GOFLAGS="" \
+    GOTOOLCHAIN=local CGO_ENABLED=0 \
+    go install "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
+fi
+
+PYTHON=""
+for py in python3 /usr/bin/python3; do
+  if command -v "$py" >/dev/null && "$py" -c 'import yaml' 2>/dev/null; then
+    PYTHON="$(command -v "$py")"
+    break
+  fi
+done
+if [[ -z $PYTHON ]]; then
+  say "installing PyYAML (Debian python3-yaml)"
+  apt_install python3 python3-yaml
+  PYTHON=/usr/bin/python3
+fi
+
+# --- checks: each records its result; all run even when one fails
+passed=()
+failed=()
+record() { # NAME STATUS
+  if [[ $2 -eq 0 ]]; then passed+=("$1"); else failed+=("$1"); fi
+}
+
+mapfile -d '' scripts < <(find ci -type f -name '*.sh' -print0 | sort -z)
+if [[ ${#scripts[@]} -eq 0 ]]; then
+  say "no *.sh under ci/: nothing was linted, which is itself a failure"
+  record "shellcheck(0 files)" 1
+else
+  status=0
+  "$SHELLCHECK" --external-sources --source-path=SCRIPTDIR "${scripts[@]}" || status=$?
+  record "shellcheck(${#scripts[@]} files)" "$status"
+fi
+
+mapfile -d '' workflows < <(find .github/workflows -type f \( -name '*.yml' -o -name '*.yaml' \) -print0 2>/dev/null | sort -z)
+if [[ ${#workflows[@]} -eq 0 ]]; then
+  say "no workflow under .github/workflows: nothing was linted, which is itself a failure"
+  record "actionlint(0 workflows)" 1
+else
+  status=0
+  "$ACTIONLINT" -shellcheck "$SHELLCHECK" "${workflows[@]}" || status=$?
+  record "actionlint(${#workflows[@]} workflows)" "$status"
+fi
+
+# Render the templates exactly as up.sh does (same function), with a sample bare repo path.
+status=0
+rendered="$(mktemp -d)"
+trap 'rm -rf "$rendered"' EXIT
+(
+  export CNPE_BARE_REPO=/tmp/cnpe-lint/srv/bare/app.git
+  unset CNPE_REPO_URL
+  # set -e does not apply in a subshell whose status is tested: exit explicitly.
+  # shellcheck source=kind/common.sh
+  . ci/kind/common.sh || exit 1
+  for f in kind-config.yaml gitd.yaml gitd-smoke.yaml; do
+    kind_render "ci/kind/$f" > "$rendered/$f" || exit 1
+  done
+  "$PYTHON" ci/kind/check-manifests.py ci/kind/versions.env \
+    "$rendered/kind-config.yaml" "$rendered/gitd.yaml" "$rendered/gitd-smoke.yaml" \
+    .github/workflows/lab-kind.yml "$KIND_BARE_PARENT" "$CNPE_REPO_URL"
+) || status=$?
+record "manifests(ci/kind)" "$status"
+
+took=$((SECONDS - start))
+if [[ ${#failed[@]} -eq 0 ]]; then
+  echo "lint: OK: ${passed[*]} (${took}s)"
+else
+  echo "lint: FAILED: ${failed[*]}; ok: ${passed[*]:-none} (${took}s)"
+  exit 1
+fi
