@@ -6,11 +6,15 @@ set -uo pipefail
 . "$(dirname "$0")/common.sh"
 CTRD_SOCK=/run/cnpe-containerd/containerd.sock
 
+running() { # alive and not a zombie
+  kill -0 "$1" 2>/dev/null || return 1
+  [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]
+}
 stop_pid() { # stop_pid NAME PID
   local n="$1" p="$2" i
-  kill -0 "$p" 2>/dev/null || return 0
+  running "$p" || return 0
   kill -TERM "$p" 2>/dev/null
-  for i in $(seq 1 40); do kill -0 "$p" 2>/dev/null || { log "stopped $n ($p)"; return 0; }; sleep 0.25; done
+  for i in $(seq 1 60); do running "$p" || { log "stopped $n ($p)"; return 0; }; sleep 0.25; done
   kill -KILL "$p" 2>/dev/null; log "killed $n ($p)"
 }
 pid_of() { [ -s "$PIDFILE" ] && awk -v n="$1" '$1==n{p=$2} END{print p}' "$PIDFILE"; }

@@ -14,7 +14,8 @@ KCTL() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 
 # ------------------------------------------------------------------ preflight
 missing=()
-for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl etcd argocd; do
+ARGO_BINS=argocd; [ "${CNPE_UP_SKIP_ARGOCD:-}" = 1 ] && ARGO_BINS=
+for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl etcd $ARGO_BINS; do
   [ -x "$BIN/$b" ] || missing+=("$BIN/$b")
 done
 for f in "$IMAGES/pause.tar" "$IMAGES/nginx.tar"; do [ -s "$f" ] || missing+=("$f"); done
@@ -177,6 +178,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
   enable_selinux = false
+  # this VM forbids lowering oom_score_adj (the sandbox default is -998): clamp to ours
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -245,6 +248,7 @@ port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 waitfor git-daemon 30 port_open 127.0.0.1 9418
 
 # ------------------------------------------------------------------ Argo CD objects
+if [ "${CNPE_UP_SKIP_ARGOCD:-}" = 1 ]; then log "CNPE_UP_SKIP_ARGOCD=1: stopping before Argo CD"; echo "$KUBECONFIG_ADMIN"; exit 0; fi
 A_DIR="$(cd "$HERMETIC_DIR/modules/argocd" && go list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)"
 [ -d "$A_DIR/manifests/crds" ] || fail argocd "CRDs not found in module cache ($A_DIR)"
 KCTL create namespace argocd --dry-run=client -o yaml | KCTL apply -f - >/dev/null
