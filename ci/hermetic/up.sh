@@ -28,7 +28,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 [ "$(id -u)" = 0 ] || { echo "up.sh: must run as root" >&2; exit 1; }
 
-pid_alive_all() { [ -s "$PIDFILE" ] || return 1; local n p; while read -r n p; do kill -0 "$p" 2>/dev/null || return 1; done < "$PIDFILE"; }
+running() { kill -0 "$1" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+pid_alive_all() { [ -s "$PIDFILE" ] || return 1; local n p; while read -r n p; do running "$p" || return 1; done < "$PIDFILE"; }
 if pid_alive_all && KCTL get --raw /readyz >/dev/null 2>&1; then
   log "cluster already up (pids in $PIDFILE)"; echo "$KUBECONFIG_ADMIN"; exit 0
 fi
@@ -48,7 +49,7 @@ start() { # start NAME CMD... : background daemon, own session, pid recorded
   echo "$name $!" >> "$PIDFILE"
   log "started $name (pid $!)"
 }
-alive() { local p; p=$(awk -v n="$1" '$1==n{print $2}' "$PIDFILE"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+alive() { local p; p=$(awk -v n="$1" '$1==n{print $2}' "$PIDFILE"); [ -n "$p" ] && running "$p"; }
 waitfor() { # waitfor NAME TIMEOUT CMD...
   local name="$1" t="$2" i=0; shift 2
   until "$@" >/dev/null 2>&1; do

@@ -2,7 +2,7 @@ module cnpe.local/hermetic/argocd
 
 go 1.25.5
 
-require github.com/argoproj/argo-cd/v3 v3.2.12
+require github.com/argoproj/argo-cd/v3 v3.2.11
 
 require (
 	cloud.google.com/go/auth v0.15.0 // indirect
@@ -36,7 +36,7 @@ require (
 	github.com/RocketChat/Rocket.Chat.Go.SDK v0.0.0-20240116134246-a8cbe886bab0 // indirect
 	github.com/TomOnTime/utfutil v1.0.0 // indirect
 	github.com/alicebob/miniredis/v2 v2.35.0 // indirect
-	github.com/argoproj/gitops-engine v0.7.1-0.20260512161450-ff8d2f5207dc // indirect
+	github.com/argoproj/gitops-engine v0.7.1-0.20251217140045-5baed5604d2d // indirect
 	github.com/argoproj/notifications-engine v0.5.1-0.20260316232552-d27ba0152c1c // indirect
 	github.com/argoproj/pkg v0.13.6 // indirect
 	github.com/argoproj/pkg/v2 v2.0.1 // indirect
@@ -168,7 +168,7 @@ require (
 	github.com/mitchellh/go-wordwrap v1.0.1 // indirect
 	github.com/mitchellh/mapstructure v1.5.0 // indirect
 	github.com/mitchellh/reflectwalk v1.0.2 // indirect
-	github.com/moby/spdystream v0.5.1 // indirect
+	github.com/moby/spdystream v0.5.0 // indirect
 	github.com/moby/term v0.5.2 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
