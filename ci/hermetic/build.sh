@@ -69,7 +69,14 @@ part_etcd() {
      -o "$BIN/etcd" go.etcd.io/etcd/server/v3)
   touch "$BIN/.etcd-$ETCD_VERSION"
 }
+argocd_crds() { # up.sh applies these; copied so up.sh needs no Go module cache
+  local dst="$CACHE/manifests/argocd-$ARGOCD_VERSION" src
+  [ -s "$dst/application-crd.yaml" ] && [ -s "$dst/appproject-crd.yaml" ] && return
+  src="$(cd "$HERMETIC_DIR/modules/argocd" && go list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)/manifests/crds"
+  mkdir -p "$dst"; cp "$src"/application-crd.yaml "$src"/appproject-crd.yaml "$dst/"
+}
 part_argocd() {
+  argocd_crds
   if [ -x "$BIN/argocd" ] && [ -e "$BIN/.argocd-$ARGOCD_VERSION" ]; then log "argocd: built, skip"; return; fi
   log "argocd: building $ARGOCD_VERSION"
   local p=github.com/argoproj/argo-cd/v3/common

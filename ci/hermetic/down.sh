@@ -73,6 +73,7 @@ rm -rf /var/lib/kubelet/pods /var/lib/kubelet/plugins* /var/lib/kubelet/pod-reso
 for c in /sys/fs/cgroup/*/kubepods; do
   [ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null
 done
+while iptables -D INPUT -p tcp --dport 8082 ! -i lo -m comment --comment cnpe-hermetic -j DROP 2>/dev/null; do :; done
 rm -f "$PIDFILE"
 log "down"
 exit 0

@@ -18,7 +18,8 @@ ARGO_BINS=argocd; [ "${CNPE_UP_SKIP_ARGOCD:-}" = 1 ] && ARGO_BINS=
 for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl etcd $ARGO_BINS; do
   [ -x "$BIN/$b" ] || missing+=("$BIN/$b")
 done
-for f in "$IMAGES/pause.tar" "$IMAGES/nginx.tar"; do [ -s "$f" ] || missing+=("$f"); done
+ARGO_CRDS="$CACHE/manifests/argocd-$ARGOCD_VERSION"
+for f in "$IMAGES/pause.tar" "$IMAGES/nginx.tar" "$ARGO_CRDS/application-crd.yaml" "$ARGO_CRDS/appproject-crd.yaml"; do [ -s "$f" ] || missing+=("$f"); done
 for c in containerd runc redis-server git openssl ctr; do command -v "$c" >/dev/null || missing+=("$c (apt)"); done
 [ -x /usr/lib/cni/bridge ] || missing+=("/usr/lib/cni/bridge (apt containernetworking-plugins)")
 if [ ${#missing[@]} -gt 0 ]; then
@@ -63,6 +64,9 @@ waitfor() { # waitfor NAME TIMEOUT CMD...
 sysctl -qw net.ipv4.ip_forward=1
 [ -e /proc/sys/net/bridge/bridge-nf-call-iptables ] && sysctl -qw net.bridge.bridge-nf-call-iptables=1 || true
 mount --make-rshared /
+# Argo CD's controller hard-codes its metrics listener to 0.0.0.0: accept it on loopback only
+iptables -C INPUT -p tcp --dport 8082 ! -i lo -m comment --comment cnpe-hermetic -j DROP 2>/dev/null ||
+  iptables -I INPUT -p tcp --dport 8082 ! -i lo -m comment --comment cnpe-hermetic -j DROP
 HOSTIF=cnpe-node0
 if ! ip link show "$HOSTIF" >/dev/null 2>&1; then
   # dummy when the kernel has it, else an empty bridge (same effect: a local /32 that is not loopback)
@@ -250,12 +254,10 @@ waitfor git-daemon 30 port_open 127.0.0.1 9418
 
 # ------------------------------------------------------------------ Argo CD objects
 if [ "${CNPE_UP_SKIP_ARGOCD:-}" = 1 ]; then log "CNPE_UP_SKIP_ARGOCD=1: stopping before Argo CD"; echo "$KUBECONFIG_ADMIN"; exit 0; fi
-A_DIR="$(cd "$HERMETIC_DIR/modules/argocd" && go list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)"
-[ -d "$A_DIR/manifests/crds" ] || fail argocd "CRDs not found in module cache ($A_DIR)"
 KCTL create namespace argocd --dry-run=client -o yaml | KCTL apply -f - >/dev/null
 KCTL create namespace cnpe-shop --dry-run=client -o yaml | KCTL apply -f - >/dev/null
-KCTL apply --server-side --force-conflicts -f "$A_DIR/manifests/crds/application-crd.yaml" \
-  -f "$A_DIR/manifests/crds/appproject-crd.yaml" >/dev/null
+KCTL apply --server-side --force-conflicts -f "$ARGO_CRDS/application-crd.yaml" \
+  -f "$ARGO_CRDS/appproject-crd.yaml" >/dev/null
 KCTL wait --for=condition=Established --timeout=60s crd/applications.argoproj.io crd/appprojects.argoproj.io >/dev/null
 SECRETKEY="$(openssl rand -base64 32)"
 KCTL apply -f - >/dev/null <<YAML
