@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Done-when check for the hermetic cluster (run after up.sh). Uses a scratch bare repo
 # ($BARE_BASE/smoke.git) and Application argocd/cnpe-smoke; cleans both up at the end.
-# 1) baseline commit -> Argo syncs, Synced+Healthy at the SHA, HTTP via the apiserver service
-#    proxy returns exactly labhub-cnpe-v1;  2) /not-ready commit -> Synced+Degraded, 0 ready.
+# Project: least-privilege AppProject cnpe-smoke. 1) baseline commit -> Argo syncs, Synced+Healthy at the SHA, HTTP via the apiserver service
+#    proxy returns exactly labhub-cnpe-v1;  2) /not-ready commit -> Synced+Degraded, 0 ready; 3) git revert -> Healthy again.
 # Exit 0 when all checks pass.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
@@ -17,6 +17,7 @@ die() { printf 'FAIL %s\n' "$*" >&2; K -n argocd get application "$APP" -o yaml 
 
 cleanup() {
   K -n argocd delete application "$APP" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  K -n argocd delete appproject "$APP" --ignore-not-found >/dev/null 2>&1 || true
   K -n "$NS" delete deployment/web service/web --ignore-not-found >/dev/null 2>&1 || true
   rm -rf "$REPO" "$WORK"
 }
@@ -62,12 +63,23 @@ proxy_get() { K get --raw "/api/v1/namespaces/$NS/services/web:80/proxy/" 2>&1; 
 K get ns "$NS" >/dev/null 2>&1 || K create ns "$NS" >/dev/null
 GOOD=$(release /)
 ok "baseline commit $GOOD pushed to $REPO"
+# a least-privilege project like the lab's: one repo, one destination, two namespaced kinds
+K apply -f - >/dev/null <<YAML
+apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: $APP, namespace: argocd}
+spec:
+  sourceRepos: ["$URL"]
+  destinations: [{server: "https://kubernetes.default.svc", namespace: $NS}]
+  namespaceResourceWhitelist: [{group: apps, kind: Deployment}, {group: "", kind: Service}]
+  clusterResourceWhitelist: []
+YAML
 K apply -f - >/dev/null <<YAML
 apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: {name: $APP, namespace: argocd}
 spec:
-  project: default
+  project: $APP
   source: {repoURL: "$URL", path: app, targetRevision: "$GOOD"}
   destination: {server: "https://kubernetes.default.svc", namespace: $NS}
   syncPolicy: {automated: {prune: true, selfHeal: true}}
@@ -92,4 +104,12 @@ K -n "$NS" get deploy web -o jsonpath='{.status.conditions[?(@.type=="Progressin
 out="$(proxy_get || true)"
 case "$out" in *"no endpoints available"*|*ServiceUnavailable*|*503*) ok "service proxy fails while unready: ${out:0:80}";;
   *) die "unexpected proxy answer while unready: $out";; esac
+git -C "$WORK" revert --no-edit HEAD >/dev/null; git -C "$WORK" push -q "$REPO" main
+REC=$(git -C "$WORK" rev-parse HEAD)
+K -n argocd patch application "$APP" --type merge -p "{\"spec\":{\"source\":{\"targetRevision\":\"$REC\"}}}" >/dev/null
+wait_state "$REC" Healthy 120
+body=""
+for i in $(seq 1 20); do body="$(proxy_get)" && [ "$body" = labhub-cnpe-v1 ] && break; sleep 1; done
+[ "$body" = labhub-cnpe-v1 ] || die "service proxy body after revert: $body"
+ok "reverted release $REC: Synced+Healthy, body labhub-cnpe-v1"
 echo "smoke: all checks passed in $(( $(date +%s) - T0 ))s"
