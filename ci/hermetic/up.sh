@@ -36,7 +36,9 @@ if pid_alive_all && KCTL get --raw /readyz >/dev/null 2>&1; then
 fi
 # anything half-started or stale: clean first
 bash "$HERMETIC_DIR/down.sh" >/dev/null 2>&1 || true
-mkdir -p "$RUN" "$LOGS" "$PKI"
+mkdir -p "$RUN" "$PKI"
+rm -rf "$LOGS.prev"; [ -d "$LOGS" ] && mv "$LOGS" "$LOGS.prev"   # previous run's logs kept once
+mkdir -p "$LOGS"
 : > "$PIDFILE"
 
 fail() { # fail COMPONENT MESSAGE
