@@ -141,11 +141,25 @@ pub fn evaluate(state: &Map<String, Value>, expected_sha: &str, expected_body: &
         None => Err(format!("must be a positive integer, not a {}", type_name(v))),
     });
     let generation = generation.and_then(as_integer).filter(|g| *g > 0);
-    c.check("observed_generation", |v| match (as_integer(v), generation) {
-        (None, _) => Err(format!("must be an integer, not a {}", type_name(v))),
-        (Some(o), Some(g)) if o != g => Err(format!("must equal generation ({g})")),
-        _ => Ok(()),
+    let observed = c.check("observed_generation", |v| match as_integer(v) {
+        None => Err(format!("must be an integer, not a {}", type_name(v))),
+        Some(_) => Ok(()),
     });
+    // Both are well formed but differ: either may be the wrong one, so both are named.
+    if let (Some(g), Some(o)) = (generation, observed.and_then(as_integer)) {
+        if g != o {
+            c.violations.push(Violation {
+                field: "generation".into(),
+                rule: format!("must equal observed_generation ({o})"),
+                found: format!("{g} (integer)"),
+            });
+            c.violations.push(Violation {
+                field: "observed_generation".into(),
+                rule: format!("must equal generation ({g}): the controller has not observed the latest spec"),
+                found: format!("{o} (integer)"),
+            });
+        }
+    }
 
     // Rule 5: the service really answers with the expected page.
     c.check("http_code", |v| match as_integer(v) {

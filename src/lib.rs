@@ -8,3 +8,13 @@
 pub mod gate;
 pub mod records;
 pub mod strict_json;
+pub mod argo;
+pub mod config;
+pub mod manifests;
+pub mod git;
+pub mod history;
+pub mod evidence;
+pub mod wait;
+pub mod cluster;
+pub mod observer;
+pub mod lab;
