@@ -125,10 +125,14 @@ part_nginx() {
   if [ -s "$out" ]; then log "nginx: exists, skip"; return; fi
   local dl="$DEBS/nginx"; mkdir -p "$dl"
   if ! ls "$dl"/nginx*.deb >/dev/null 2>&1; then
-    (cd "$dl" && apt-get download nginx nginx-common 2>/dev/null ||
-       { apt-get update -qq; apt-get download nginx nginx-common; })
+    if ! (cd "$dl" && apt-get download nginx nginx-common 2>/dev/null); then
+      apt-get update -qq
+      (cd "$dl" && apt-get download nginx nginx-common)
+    fi
     # Debian 12 splits the binary into nginx-core/nginx-light in some releases
-    ls "$dl"/nginx_*.deb >/dev/null 2>&1 || (cd "$dl" && apt-get download nginx-light || apt-get download nginx-core)
+    if ! ls "$dl"/nginx_*.deb >/dev/null 2>&1; then
+      (cd "$dl" && { apt-get download nginx-light || apt-get download nginx-core; })
+    fi
   fi
   local r; r="$(mktemp -d)"
   for d in "$dl"/*.deb; do dpkg -x "$d" "$r"; done

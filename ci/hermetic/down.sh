@@ -11,10 +11,10 @@ running() { # alive and not a zombie
   [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]
 }
 stop_pid() { # stop_pid NAME PID
-  local n="$1" p="$2" i
+  local n="$1" p="$2"
   running "$p" || return 0
   kill -TERM "$p" 2>/dev/null
-  for i in $(seq 1 60); do running "$p" || { log "stopped $n ($p)"; return 0; }; sleep 0.25; done
+  for _ in $(seq 1 60); do running "$p" || { log "stopped $n ($p)"; return 0; }; sleep 0.25; done
   kill -KILL "$p" 2>/dev/null; log "killed $n ($p)"
 }
 pid_of() { [ -s "$PIDFILE" ] && awk -v n="$1" '$1==n{p=$2} END{print p}' "$PIDFILE"; }
@@ -51,7 +51,11 @@ for p in $(pgrep -f -- "-address $CTRD_SOCK" 2>/dev/null); do
 done
 # processes still inside the kubepods cgroup (pod processes whose shim died)
 for f in /sys/fs/cgroup/pids/kubepods /sys/fs/cgroup/memory/kubepods; do
-  [ -d "$f" ] && find "$f" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+  if [ -d "$f" ]; then
+    # cgroup.procs holds one PID per line; the file names themselves are never passed on
+    # shellcheck disable=SC2038
+    find "$f" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+  fi
 done
 # mounts: kubelet volumes, containerd rootfs/shm, netns bind mounts
 umount_under() {

@@ -64,7 +64,9 @@ waitfor() { # waitfor NAME TIMEOUT CMD...
 
 # ------------------------------------------------------------------ host prep
 sysctl -qw net.ipv4.ip_forward=1
-[ -e /proc/sys/net/bridge/bridge-nf-call-iptables ] && sysctl -qw net.bridge.bridge-nf-call-iptables=1 || true
+if [ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]; then
+  sysctl -qw net.bridge.bridge-nf-call-iptables=1 || true
+fi
 mount --make-rshared /
 # Argo CD's controller hard-codes its metrics listener to 0.0.0.0: accept it on loopback only
 iptables -C INPUT -p tcp --dport 8082 ! -i lo -m comment --comment cnpe-hermetic -j DROP 2>/dev/null ||
