@@ -1,0 +1,313 @@
+//! Evidence derivation and the wait predicates on realistic API objects (shaped as the API
+//! server returns them), with insta snapshots of the evidence JSON.
+
+use chrono::TimeZone;
+use cnpe_lab::argo::Application;
+use cnpe_lab::evidence::{derive, ready_endpoints, Evidence, HttpOutcome, LiveState, Subject};
+use cnpe_lab::gate;
+use cnpe_lab::wait::{self, Target};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use serde_json::{json, Value};
+
+const SHA: &str = "3b18e512dba79e4c8300dd08aeb37f8e728b8dad";
+const OLD: &str = "4c29f623ecb80f5d9411ee19bfc48f9f839c9ebe";
+const BODY: &str = "labhub-cnpe-v1";
+const URL: &str = "https://10.99.0.1:6443/api/v1/namespaces/cnpe-shop/services/web:80/proxy/";
+
+fn subject() -> Subject {
+    Subject { application: "cnpe-shop".into(), namespace: "cnpe-shop".into(), deployment: "web".into() }
+}
+
+fn at() -> chrono::DateTime<chrono::Utc> {
+    chrono::Utc.with_ymd_and_hms(2026, 12, 2, 15, 4, 5).unwrap()
+}
+
+fn app(target: &str, status: Option<Value>) -> Application {
+    let mut v = json!({
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+        "metadata": {"name": "cnpe-shop", "namespace": "argocd", "generation": 4},
+        "spec": {
+            "project": "cnpe-delivery",
+            "source": {"repoURL": "git://gitd.gitsrv.svc.cluster.local:9418/app.git", "path": "app", "targetRevision": target},
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": "cnpe-shop"},
+            "syncPolicy": {"automated": {"prune": true, "selfHeal": true}}
+        }
+    });
+    if let Some(s) = status {
+        v["status"] = s;
+    }
+    serde_json::from_value(v).unwrap()
+}
+
+fn app_status(revision: &str, sync: &str, health: &str) -> Value {
+    json!({
+        "sync": {"status": sync, "revision": revision, "comparedTo": {"source": {"targetRevision": revision}}},
+        "health": {"status": health, "lastTransitionTime": "2026-12-02T15:04:00Z"},
+        "operationState": {
+            "phase": "Succeeded", "message": "successfully synced (all tasks run)",
+            "startedAt": "2026-12-02T15:03:58Z", "finishedAt": "2026-12-02T15:03:59Z",
+            "syncResult": {"revision": revision, "resources": []}
+        },
+        "reconciledAt": "2026-12-02T15:04:00Z"
+    })
+}
+
+fn deployment(generation: i64, status: Value) -> Deployment {
+    serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "cnpe-shop", "generation": generation},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx"}]}}},
+        "status": status
+    }))
+    .unwrap()
+}
+
+fn healthy_deployment() -> Deployment {
+    deployment(3, json!({
+        "observedGeneration": 3, "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1,
+        "conditions": [
+            {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "Deployment has minimum availability."},
+            {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "message": "ReplicaSet \"web-5d8f9c7b6\" has successfully progressed."}
+        ]
+    }))
+}
+
+fn stuck_deployment(deadline_passed: bool) -> Deployment {
+    let progressing = if deadline_passed {
+        json!({"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "ReplicaSet \"web-6f6b546d76\" has timed out progressing."})
+    } else {
+        json!({"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "message": "ReplicaSet \"web-6f6b546d76\" is progressing."})
+    };
+    // ready/available are omitted by the API when zero.
+    deployment(4, json!({
+        "observedGeneration": 4, "replicas": 1, "updatedReplicas": 1, "unavailableReplicas": 1,
+        "conditions": [
+            {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable", "message": "Deployment does not have minimum availability."},
+            progressing
+        ]
+    }))
+}
+
+fn slice(name: &str, endpoints: Value) -> EndpointSlice {
+    serde_json::from_value(json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
+        "metadata": {"name": name, "namespace": "cnpe-shop", "labels": {"kubernetes.io/service-name": "web"}},
+        "endpoints": endpoints,
+        "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]
+    }))
+    .unwrap()
+}
+
+fn endpoint(ip: &str, ready: Option<bool>) -> Value {
+    match ready {
+        Some(r) => json!({"addresses": [ip], "conditions": {"ready": r, "serving": r, "terminating": false}}),
+        None => json!({"addresses": [ip]}),
+    }
+}
+
+fn ok_http() -> HttpOutcome {
+    HttpOutcome { url: URL.into(), code: Some(200), body: Some(BODY.into()), error: None }
+}
+
+fn unavailable_http() -> HttpOutcome {
+    let status = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"no endpoints available for service \"web\"","reason":"ServiceUnavailable","code":503}"#;
+    HttpOutcome { url: URL.into(), code: Some(503), body: Some(format!("{status}\n")), error: None }
+}
+
+fn snapshot(name: &str, ev: &Evidence) {
+    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
+        insta::assert_json_snapshot!(name, ev, {
+            ".observed_at" => "[time]",
+            ".target_revision" => "[sha]",
+            ".observed_revision" => "[sha]",
+            ".operation_revision" => "[sha]",
+        });
+    });
+}
+
+fn healthy_state() -> LiveState {
+    LiveState {
+        application: Some(app(SHA, Some(app_status(SHA, "Synced", "Healthy")))),
+        deployment: Some(healthy_deployment()),
+        slices: vec![slice("web-abc12", json!([endpoint("10.88.0.7", Some(true))]))],
+    }
+}
+
+#[test]
+fn healthy_release_evidence() {
+    let ev = derive(&subject(), &healthy_state(), &ok_http(), at());
+    assert_eq!(ev.observed_at, "2026-12-02T15:04:05.000Z");
+    assert_eq!((ev.replicas, ev.updated, ev.ready, ev.available, ev.ready_endpoints), (1, 1, 1, 1, 1));
+    assert_eq!((ev.generation, ev.observed_generation), (Some(3), 3));
+    assert!(wait::healthy(&ev, SHA, BODY).is_empty());
+    assert!(gate::evaluate_value(&ev.to_value(), SHA, BODY).approved);
+    snapshot("evidence_healthy", &ev);
+}
+
+#[test]
+fn every_field_of_lab_md_is_present_in_order() {
+    let ev = derive(&subject(), &LiveState::default(), &HttpOutcome { url: URL.into(), code: None, body: None, error: Some("refused".into()) }, at());
+    let keys: Vec<String> = ev.to_value().as_object().unwrap().keys().cloned().collect();
+    assert_eq!(
+        keys,
+        [
+            "observed_at", "application", "project", "target_revision", "observed_revision", "operation_revision",
+            "operation_phase", "sync", "health", "namespace", "deployment", "generation", "observed_generation",
+            "replicas", "updated", "ready", "available", "ready_endpoints", "progress_deadline_exceeded",
+            "conditions", "http_url", "http_code", "http_body", "http_error"
+        ]
+    );
+}
+
+#[test]
+fn stuck_before_the_deadline_is_not_yet_failed() {
+    let live = LiveState {
+        application: Some(app(SHA, Some(app_status(SHA, "Synced", "Progressing")))),
+        deployment: Some(stuck_deployment(false)),
+        slices: vec![slice("web-abc12", json!([endpoint("10.88.0.8", Some(false))]))],
+    };
+    let ev = derive(&subject(), &live, &unavailable_http(), at());
+    assert!(!ev.progress_deadline_exceeded);
+    assert_eq!((ev.ready, ev.available, ev.ready_endpoints), (0, 0, 0));
+    let unmet: Vec<&str> = wait::failed(&ev, SHA).iter().map(|u| u.what).collect();
+    assert_eq!(unmet, ["health", "progress_deadline_exceeded"], "wait, don't give up");
+    snapshot("evidence_stuck_before_deadline", &ev);
+}
+
+#[test]
+fn synced_outage_after_the_deadline() {
+    let live = LiveState {
+        application: Some(app(SHA, Some(app_status(SHA, "Synced", "Degraded")))),
+        deployment: Some(stuck_deployment(true)),
+        slices: vec![slice("web-abc12", json!([endpoint("10.88.0.8", Some(false))]))],
+    };
+    let ev = derive(&subject(), &live, &unavailable_http(), at());
+    assert!(ev.progress_deadline_exceeded);
+    assert_eq!((ev.replicas, ev.updated, ev.ready, ev.available), (1, 1, 0, 0));
+    assert!(wait::failed(&ev, SHA).is_empty());
+    assert!(!wait::healthy(&ev, SHA, BODY).is_empty());
+    let verdict = gate::evaluate_value(&ev.to_value(), SHA, BODY);
+    assert!(!verdict.approved, "negative control: the gate rejects the outage");
+    assert_eq!(verdict.failing_fields(), ["health", "available", "ready", "ready_endpoints", "http_code", "http_body"]);
+    snapshot("evidence_synced_outage", &ev);
+}
+
+#[test]
+fn counters_the_api_omits_are_integer_zero() {
+    let live = LiveState { deployment: Some(deployment(1, json!({}))), ..Default::default() };
+    let ev = derive(&subject(), &live, &ok_http(), at());
+    assert_eq!((ev.observed_generation, ev.replicas, ev.updated, ev.ready, ev.available), (0, 0, 0, 0, 0));
+    let v = ev.to_value();
+    for k in ["observed_generation", "replicas", "updated", "ready", "available", "ready_endpoints"] {
+        assert_eq!(v[k], json!(0), "{k}");
+        assert!(v[k].is_i64() || v[k].is_u64());
+    }
+}
+
+#[test]
+fn ready_endpoints_sum_over_slices_and_skip_only_ready_false() {
+    let slices = vec![
+        slice("web-a", json!([endpoint("10.88.0.7", Some(true)), endpoint("10.88.0.8", Some(false))])),
+        slice("web-b", json!([endpoint("10.88.0.9", None)])), // missing ready means ready
+        slice("web-c", Value::Null),                            // endpoints: null = none
+    ];
+    assert_eq!(ready_endpoints(&slices), 2);
+    assert_eq!(ready_endpoints(&[]), 0);
+    assert_eq!(ready_endpoints(&[slice("web-d", json!([]))]), 0);
+}
+
+#[test]
+fn deployment_missing() {
+    let live = LiveState { application: Some(app(SHA, Some(app_status(SHA, "OutOfSync", "Missing")))), ..Default::default() };
+    let ev = derive(&subject(), &live, &unavailable_http(), at());
+    assert_eq!(ev.generation, None);
+    assert!(ev.conditions.is_empty());
+    assert_eq!(ev.to_value()["generation"], Value::Null);
+    snapshot("evidence_deployment_missing", &ev);
+}
+
+#[test]
+fn application_without_status() {
+    let live = LiveState { application: Some(app(SHA, None)), deployment: Some(healthy_deployment()), slices: vec![] };
+    let ev = derive(&subject(), &live, &ok_http(), at());
+    assert_eq!(ev.target_revision.as_deref(), Some(SHA));
+    assert_eq!((ev.observed_revision.as_deref(), ev.sync.as_deref(), ev.health.as_deref()), (None, None, None));
+    assert_eq!((ev.operation_revision.as_deref(), ev.operation_phase.as_deref()), (None, None));
+    let unmet: Vec<&str> = wait::healthy(&ev, SHA, BODY).iter().map(|u| u.what).collect();
+    assert_eq!(unmet, ["observed_revision", "operation_revision", "operation_phase", "sync", "health", "ready_endpoints"]);
+    snapshot("evidence_application_without_status", &ev);
+}
+
+#[test]
+fn application_missing_and_transport_error() {
+    let http = HttpOutcome { url: URL.into(), code: None, body: None, error: Some("connection refused".into()) };
+    let ev = derive(&subject(), &LiveState::default(), &http, at());
+    assert_eq!(ev.project, None);
+    assert_eq!(ev.application, "cnpe-shop");
+    assert_eq!((ev.http_code, ev.http_error.as_deref()), (None, Some("connection refused")));
+    let v = ev.to_value();
+    assert_eq!((&v["http_code"], &v["http_body"]), (&Value::Null, &Value::Null));
+}
+
+/// A stale Healthy (the previous revision still reported) must never satisfy the wait.
+#[test]
+fn stale_revision_never_counts_as_healthy() {
+    let live = LiveState {
+        application: Some(app(SHA, Some(app_status(OLD, "Synced", "Healthy")))),
+        deployment: Some(healthy_deployment()),
+        slices: vec![slice("web-abc12", json!([endpoint("10.88.0.7", Some(true))]))],
+    };
+    let ev = derive(&subject(), &live, &ok_http(), at());
+    let unmet = wait::healthy(&ev, SHA, BODY);
+    assert_eq!(unmet.iter().map(|u| u.what).collect::<Vec<_>>(), ["observed_revision", "operation_revision"]);
+    assert!(unmet[0].found.contains(OLD), "the live value is shown: {}", unmet[0]);
+}
+
+#[test]
+fn generation_not_yet_observed_is_unmet() {
+    let mut live = healthy_state();
+    live.deployment = Some(deployment(4, serde_json::to_value(healthy_deployment().status).unwrap()));
+    let ev = derive(&subject(), &live, &ok_http(), at());
+    let unmet = wait::healthy(&ev, SHA, BODY);
+    assert_eq!(unmet.len(), 1);
+    assert_eq!(unmet[0].to_string(), "observed_generation: want equal to generation, found 3 (generation Some(4))");
+}
+
+#[test]
+fn explanation_names_unmet_conditions_events_and_pods() {
+    let live = LiveState {
+        application: Some(app(SHA, Some(app_status(SHA, "Synced", "Progressing")))),
+        deployment: Some(stuck_deployment(false)),
+        slices: vec![],
+    };
+    let ev = derive(&subject(), &live, &unavailable_http(), at());
+    let unmet = wait::failed(&ev, SHA);
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "web-6f6b546d76-x2x9q", "namespace": "cnpe-shop"},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady", "message": "containers with unready status: [web]"}]}
+    }))
+    .unwrap();
+    let event: Event = serde_json::from_value(json!({
+        "metadata": {"name": "web.1", "namespace": "cnpe-shop"},
+        "involvedObject": {"kind": "Pod", "name": "web-6f6b546d76-x2x9q"},
+        "reason": "Unhealthy", "type": "Warning",
+        "message": "Readiness probe failed: HTTP probe failed with statuscode: 404",
+        "lastTimestamp": "2026-12-02T15:04:03Z"
+    }))
+    .unwrap();
+    let text = wait::explain(Target::Failed, SHA, &unmet, &ev, live.application.as_ref(), &[pod], &[event]);
+    for needle in [
+        "still unmet for `failed`",
+        "health: want Some(\"Degraded\"), found Some(\"Progressing\")",
+        "progress_deadline_exceeded: want true, found false",
+        "Progressing=True ReplicaSetUpdated",
+        "operation Succeeded: successfully synced (all tasks run)",
+        "web-6f6b546d76-x2x9q phase=Running Ready=False containers with unready status: [web]",
+        "Readiness probe failed: HTTP probe failed with statuscode: 404",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+}
