@@ -170,6 +170,14 @@ impl Lab {
         let later = records::read_sha(&self.records.bad_sha())?.is_some();
         if !later {
             self.cluster.apply_application(&application).await?;
+        } else if self.cluster.application().await?.is_none() {
+            bail!(
+                "{} records later steps, but Application {} does not exist on this cluster (a new cluster?). \
+                 The records are kept; to start over run `cnpe-lab reset --yes` (deletes them) or point \
+                 CNPE_EVIDENCE_DIR, CNPE_GITOPS_DIR and CNPE_BARE_REPO at fresh directories",
+                self.records.bad_sha().display(),
+                self.cfg.application
+            );
         }
         self.grade_wiring(if later { None } else { Some(baseline.clone()) }).await?;
         Ok(format!(
@@ -309,9 +317,9 @@ impl Lab {
         let (ev, secs) = self.wait_and_record(Target::Failed, &bad, self.records.failed_json()).await?;
         self.timeline.detection_seconds = self.bad_target_set.map(|t| t.elapsed().as_secs_f64());
         Ok(format!(
-            "Synced + {} with ProgressDeadlineExceeded, 0 ready endpoints, HTTP {:?} after {secs:.1}s; failed.json recorded",
+            "Synced + {} with ProgressDeadlineExceeded, 0 ready endpoints, HTTP {} after {secs:.1}s; failed.json recorded",
             ev.health.as_deref().unwrap_or("?"),
-            ev.http_code
+            ev.http_code.map_or_else(|| format!("no response ({})", ev.http_error.as_deref().unwrap_or("?")), |c| c.to_string())
         ))
     }
 
