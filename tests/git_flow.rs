@@ -123,6 +123,24 @@ fn commit_refuses_a_staged_extra_file() {
 }
 
 #[test]
+fn bad_commit_that_also_adds_a_file_fails() {
+    let l = lab();
+    let g = GitOps::prepare(&l.cfg).unwrap();
+    let base = g.commit_file(RELEASE_PATH, &to_file_bytes(&manifests::baseline_release(&l.cfg)), "base").unwrap();
+    // Made with git itself: the release change plus an extra file in one commit.
+    std::fs::write(g.workdir().join(RELEASE_PATH), to_file_bytes(&manifests::bad_release(&l.cfg))).unwrap();
+    std::fs::write(g.workdir().join("app/configmap.json"), "{}").unwrap();
+    git(g.workdir(), &["add", "-A"]);
+    git(g.workdir(), &["-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "bad plus extra"]);
+    let bad = g.head().unwrap().unwrap();
+    let rec = g.revert(bad).unwrap();
+    g.push().unwrap();
+    let report = check(&l, base, bad, rec);
+    assert_eq!(report.failures().iter().map(|c| c.name).collect::<Vec<_>>(), ["bad differs only in the readiness path"], "{}", report.render());
+    assert!(report.render().contains("app/configmap.json"), "{}", report.render());
+}
+
+#[test]
 fn recovery_whose_tree_differs_from_the_baseline_fails() {
     let l = lab();
     let g = GitOps::prepare(&l.cfg).unwrap();
