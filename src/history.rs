@@ -63,7 +63,8 @@ impl Report {
     }
 }
 
-fn release_at(repo: &Repository, oid: Oid) -> Result<Value> {
+/// `app/release.json` at commit `oid` of `repo`, parsed strictly.
+pub fn release_at(repo: &Repository, oid: Oid) -> Result<Value> {
     let bytes = file_at(repo, oid, RELEASE_PATH)?
         .ok_or_else(|| anyhow::anyhow!("{oid} has no {RELEASE_PATH}"))?;
     Ok(crate::strict_json::parse_value(&bytes).map_err(|e| anyhow::anyhow!("{RELEASE_PATH} at {oid}: {e}"))?)

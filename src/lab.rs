@@ -131,9 +131,7 @@ impl Lab {
 
     /// The release file at `sha` in the pushed repository, parsed.
     fn pushed_release(&self, sha: &str) -> Result<Value> {
-        let bytes = crate::git::file_at(&self.bare()?, parse_sha(sha)?, RELEASE_PATH)?
-            .ok_or_else(|| anyhow!("{sha} in {} has no {RELEASE_PATH}", self.cfg.bare_repo.display()))?;
-        Ok(serde_json::from_slice(&bytes)?)
+        history::release_at(&self.bare()?, parse_sha(sha)?)
     }
 
     async fn step1(&mut self) -> Result<String> {
