@@ -276,6 +276,8 @@ mod gate {
     #[case::two_objects(b"{} {}".to_vec(), "not valid JSON")]
     #[case::truncated(b"{\"ready\": 1".to_vec(), "not valid JSON")]
     #[case::duplicate_key(b"{\"ready\": 0, \"ready\": 1}".to_vec(), "duplicate key \"ready\"")]
+    #[case::duplicate_key_via_escape(b"{\"ready\": 1, \"re\\u0061dy\": 0}".to_vec(), "duplicate key \"ready\"")]
+    #[case::utf16(b"\xff\xfe{\x00}\x00".to_vec(), "not UTF-8")]
     #[case::bom(b"\xef\xbb\xbf{}".to_vec(), "not valid JSON")]
     #[case::deep_nesting(deep_nesting(100_000), "recursion limit")]
     fn gate_rejects_hostile_input_with_a_clear_message(#[case] bytes: Vec<u8>, #[case] message: &str) {
@@ -455,6 +457,26 @@ mod gate {
                 assert!(String::from_utf8_lossy(&out.stderr).contains("REJECTED input:"), "{name}");
                 assert_eq!(std::fs::read(&p).unwrap(), bytes, "{name} modified");
             }
+        }
+
+        #[test]
+        fn gate_command_reads_a_fifo_with_a_writer_and_refuses_one_without() {
+            let dir = tempfile::tempdir().unwrap();
+            let fifo = dir.path().join("state.fifo");
+            let ok = Command::new("mkfifo").arg(&fifo).status().unwrap();
+            assert!(ok.success());
+            let bytes = serde_json::to_vec(&Value::Object(valid())).unwrap();
+            let writer = {
+                let fifo = fifo.clone();
+                std::thread::spawn(move || std::fs::write(fifo, bytes))
+            };
+            let out = run_on(&fifo, SHA, BODY, false);
+            writer.join().unwrap().unwrap();
+            assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+            // Nobody writes now: a clear error after a bounded wait, never a hang.
+            let out = run_on(&fifo, SHA, BODY, false);
+            assert_eq!(out.status.code(), Some(2));
+            assert!(String::from_utf8_lossy(&out.stderr).contains("no data within"));
         }
 
         #[test]

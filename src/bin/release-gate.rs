@@ -4,7 +4,9 @@
 
 use clap::Parser;
 use cnpe_lab::{gate, records};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -21,9 +23,25 @@ struct Args {
     expected_body: String,
 }
 
+/// How long reading the state may take. A regular file is read at once; a FIFO or pipe with no
+/// writer (`release-gate <(...)` gone wrong) would otherwise block forever.
+const READ_DEADLINE: Duration = Duration::from_secs(5);
+
+fn read_with_deadline(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    let owned = path.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = tx.send(records::read_bounded(&owned));
+    });
+    match rx.recv_timeout(READ_DEADLINE) {
+        Ok(result) => result,
+        Err(_) => anyhow::bail!("no data within {READ_DEADLINE:?} (a pipe or FIFO with no writer?)"),
+    }
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
-    let bytes = match records::read_bounded(&args.state_json) {
+    let bytes = match read_with_deadline(&args.state_json) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("release-gate: cannot read {}: {e:#}", args.state_json.display());
