@@ -72,7 +72,14 @@ part_etcd() {
 argocd_crds() { # up.sh applies these; copied so up.sh needs no Go module cache
   local dst="$CACHE/manifests/argocd-$ARGOCD_VERSION" src
   [ -s "$dst/application-crd.yaml" ] && [ -s "$dst/appproject-crd.yaml" ] && return
-  src="$(cd "$HERMETIC_DIR/modules/argocd" && go list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)/manifests/crds"
+  # On a cold module cache `go list -m` prints an empty Dir: download the module first.
+  (cd "$HERMETIC_DIR/modules/argocd" && go mod download github.com/argoproj/argo-cd/v3)
+  src="$(cd "$HERMETIC_DIR/modules/argocd" && go list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)"
+  if [ -z "$src" ] || [ ! -d "$src/manifests/crds" ]; then
+    echo "build.sh: argo-cd module source not found (go list gave '$src')" >&2
+    return 1
+  fi
+  src="$src/manifests/crds"
   mkdir -p "$dst"; cp "$src"/application-crd.yaml "$src"/appproject-crd.yaml "$dst/"
 }
 part_argocd() {
