@@ -2,19 +2,23 @@
 //! Kubernetes cluster with a real Argo CD, and gates releases on what is really serving.
 //!
 //! Functional core (pure, exhaustively tested): [`gate`], [`strict_json`], [`evidence`],
-//! [`manifests`], [`argo`], [`wait`], [`history`]. I/O shell: [`git`], [`cluster`], [`probe`],
-//! [`records`], and [`lab`], which runs the steps.
+//! [`manifests`], [`argo`], [`wait`], [`config`]. I/O shell: [`git`] and [`history`] (git2),
+//! [`cluster`] (kube-rs, including the HTTP probe), [`observer`] (the polling loop),
+//! [`records`] (write-once files), and [`lab`], which runs the steps and the grading.
 
-pub mod gate;
-pub mod records;
-pub mod strict_json;
+// functional core
 pub mod argo;
 pub mod config;
+pub mod evidence;
+pub mod gate;
 pub mod manifests;
+pub mod strict_json;
+pub mod wait;
+
+// I/O shell
+pub mod cluster;
 pub mod git;
 pub mod history;
-pub mod evidence;
-pub mod wait;
-pub mod cluster;
-pub mod observer;
 pub mod lab;
+pub mod observer;
+pub mod records;
