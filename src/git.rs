@@ -116,7 +116,7 @@ impl GitOps {
     }
 
     /// `git revert <bad>` on top of HEAD: a NEW commit whose tree undoes `bad`, with git's
-    /// message ("Revert \"...\"" / "This reverts commit <sha>."). Returns its SHA.
+    /// message ("Revert \"...\"" / `This reverts commit SHA.`). Returns its SHA.
     pub fn revert(&self, bad: Oid) -> Result<Oid> {
         self.ensure_clean()?;
         let bad_commit = self.repo.find_commit(bad).with_context(|| format!("no commit {bad} to revert"))?;
