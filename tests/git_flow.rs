@@ -33,13 +33,18 @@ fn bare(l: &Lab) -> Repository {
 /// Steps 1, 4 and 6 exactly as the lab does them.
 fn run_flow(l: &Lab) -> (GitOps, Oid, Oid, Oid) {
     let g = GitOps::prepare(&l.cfg).unwrap();
-    let base = g.commit_file(RELEASE_PATH, &to_file_bytes(&manifests::baseline_release(&l.cfg)), "Baseline release").unwrap();
+    let base = commit(&g, &manifests::baseline_release(&l.cfg), "Baseline release");
     g.push().unwrap();
-    let bad = g.commit_file(RELEASE_PATH, &to_file_bytes(&manifests::bad_release(&l.cfg)), "Readiness probe on /not-ready").unwrap();
+    let bad = commit(&g, &manifests::bad_release(&l.cfg), "Readiness probe on /not-ready");
     g.push().unwrap();
     let rec = g.revert(bad).unwrap();
     g.push().unwrap();
     (g, base, bad, rec)
+}
+
+/// Commits `release` as app/release.json, as the lab's steps do.
+fn commit(g: &GitOps, release: &manifests::ResourceList, message: &str) -> Oid {
+    g.commit_file(RELEASE_PATH, &to_file_bytes(release), message).unwrap()
 }
 
 fn check(l: &Lab, base: Oid, bad: Oid, rec: Oid) -> history::HistoryReport {
@@ -96,10 +101,10 @@ fn force_pushed_branch_fails_reachability() {
 fn bad_commit_that_also_changes_the_image_fails() {
     let l = lab();
     let g = GitOps::prepare(&l.cfg).unwrap();
-    let base = g.commit_file(RELEASE_PATH, &to_file_bytes(&manifests::baseline_release(&l.cfg)), "base").unwrap();
+    let base = commit(&g, &manifests::baseline_release(&l.cfg), "base");
     let mut bad_cfg = l.cfg.clone();
     bad_cfg.image = "docker.io/library/nginx:1.28-alpine".into();
-    let bad = g.commit_file(RELEASE_PATH, &to_file_bytes(&manifests::bad_release(&bad_cfg)), "bad").unwrap();
+    let bad = commit(&g, &manifests::bad_release(&bad_cfg), "bad");
     let rec = g.revert(bad).unwrap();
     g.push().unwrap();
     let report = check(&l, base, bad, rec);
@@ -111,7 +116,7 @@ fn bad_commit_that_also_changes_the_image_fails() {
 fn commit_refuses_a_staged_extra_file() {
     let l = lab();
     let g = GitOps::prepare(&l.cfg).unwrap();
-    let base = g.commit_file(RELEASE_PATH, &to_file_bytes(&manifests::baseline_release(&l.cfg)), "base").unwrap();
+    let base = commit(&g, &manifests::baseline_release(&l.cfg), "base");
     std::fs::write(g.workdir().join("app/extra.json"), "{}").unwrap();
     let mut index = g.repo.index().unwrap();
     index.add_path(Path::new("app/extra.json")).unwrap();
@@ -126,7 +131,7 @@ fn commit_refuses_a_staged_extra_file() {
 fn bad_commit_that_also_adds_a_file_fails() {
     let l = lab();
     let g = GitOps::prepare(&l.cfg).unwrap();
-    let base = g.commit_file(RELEASE_PATH, &to_file_bytes(&manifests::baseline_release(&l.cfg)), "base").unwrap();
+    let base = commit(&g, &manifests::baseline_release(&l.cfg), "base");
     // Made with git itself: the release change plus an extra file in one commit.
     std::fs::write(g.workdir().join(RELEASE_PATH), to_file_bytes(&manifests::bad_release(&l.cfg))).unwrap();
     std::fs::write(g.workdir().join("app/configmap.json"), "{}").unwrap();
@@ -144,13 +149,13 @@ fn bad_commit_that_also_adds_a_file_fails() {
 fn recovery_whose_tree_differs_from_the_baseline_fails() {
     let l = lab();
     let g = GitOps::prepare(&l.cfg).unwrap();
-    let base = g.commit_file(RELEASE_PATH, &to_file_bytes(&manifests::baseline_release(&l.cfg)), "base").unwrap();
-    let bad = g.commit_file(RELEASE_PATH, &to_file_bytes(&manifests::bad_release(&l.cfg)), "bad").unwrap();
+    let base = commit(&g, &manifests::baseline_release(&l.cfg), "base");
+    let bad = commit(&g, &manifests::bad_release(&l.cfg), "bad");
     // A "fix forward" that keeps the message form of a revert but changes something else.
     let mut other = l.cfg.clone();
     other.body = "labhub-cnpe-v2".into();
     let msg = format!("Revert \"bad\"\n\nThis reverts commit {bad}.\n");
-    let rec = g.commit_file(RELEASE_PATH, &to_file_bytes(&manifests::baseline_release(&other)), &msg).unwrap();
+    let rec = commit(&g, &manifests::baseline_release(&other), &msg);
     g.push().unwrap();
     let report = check(&l, base, bad, rec);
     assert_eq!(report.failures().iter().map(|c| c.name).collect::<Vec<_>>(), ["recovered app/ tree equals baseline"], "{}", report.render());
@@ -160,10 +165,10 @@ fn recovery_whose_tree_differs_from_the_baseline_fails() {
 fn recovery_that_is_not_a_revert_fails() {
     let l = lab();
     let g = GitOps::prepare(&l.cfg).unwrap();
-    let base = g.commit_file(RELEASE_PATH, &to_file_bytes(&manifests::baseline_release(&l.cfg)), "base").unwrap();
-    let bad = g.commit_file(RELEASE_PATH, &to_file_bytes(&manifests::bad_release(&l.cfg)), "bad").unwrap();
+    let base = commit(&g, &manifests::baseline_release(&l.cfg), "base");
+    let bad = commit(&g, &manifests::bad_release(&l.cfg), "bad");
     // Same tree as the baseline, but written by hand: not git's revert of the bad commit.
-    let rec = g.commit_file(RELEASE_PATH, &to_file_bytes(&manifests::baseline_release(&l.cfg)), "fix probe").unwrap();
+    let rec = commit(&g, &manifests::baseline_release(&l.cfg), "fix probe");
     g.push().unwrap();
     let report = check(&l, base, bad, rec);
     assert_eq!(report.failures().iter().map(|c| c.name).collect::<Vec<_>>(), ["recovered message reverts bad"], "{}", report.render());
@@ -200,7 +205,7 @@ fn push_that_would_not_fast_forward_is_refused_and_the_remote_kept() {
 fn dirty_working_copy_is_refused() {
     let l = lab();
     let g = GitOps::prepare(&l.cfg).unwrap();
-    g.commit_file(RELEASE_PATH, &to_file_bytes(&manifests::baseline_release(&l.cfg)), "base").unwrap();
+    commit(&g, &manifests::baseline_release(&l.cfg), "base");
     std::fs::write(g.workdir().join(RELEASE_PATH), "edited by hand").unwrap();
     let err = g.commit_file(RELEASE_PATH, &to_file_bytes(&manifests::bad_release(&l.cfg)), "bad").unwrap_err();
     assert!(err.to_string().contains("uncommitted changes (app/release.json)"), "{err}");
