@@ -20,5 +20,6 @@ pub mod cluster;
 pub mod git;
 pub mod history;
 pub mod lab;
+pub mod launcher;
 pub mod observer;
 pub mod records;
