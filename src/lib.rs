@@ -21,5 +21,6 @@ pub mod git;
 pub mod history;
 pub mod lab;
 pub mod launcher;
+pub mod lock;
 pub mod observer;
 pub mod records;
