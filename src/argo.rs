@@ -171,3 +171,34 @@ pub struct AppCondition {
     #[serde(default)]
     pub last_transition_time: Option<String>,
 }
+
+/// Both kinds as typed kube resources, so `Api<Application>` reads, applies and watches them
+/// without a `DynamicObject` round trip.
+macro_rules! argo_resource {
+    ($ty:ty, $kind:literal, $plural:literal) => {
+        impl kube::Resource for $ty {
+            type DynamicType = ();
+            type Scope = kube::core::NamespaceResourceScope;
+            fn kind(_: &()) -> std::borrow::Cow<'_, str> {
+                $kind.into()
+            }
+            fn group(_: &()) -> std::borrow::Cow<'_, str> {
+                GROUP.into()
+            }
+            fn version(_: &()) -> std::borrow::Cow<'_, str> {
+                VERSION.into()
+            }
+            fn plural(_: &()) -> std::borrow::Cow<'_, str> {
+                $plural.into()
+            }
+            fn meta(&self) -> &ObjectMeta {
+                &self.metadata
+            }
+            fn meta_mut(&mut self) -> &mut ObjectMeta {
+                &mut self.metadata
+            }
+        }
+    };
+}
+argo_resource!(Application, "Application", "applications");
+argo_resource!(AppProject, "AppProject", "appprojects");

@@ -151,10 +151,6 @@ impl Config {
         }
         Ok(c)
     }
-
-    pub fn records(&self) -> crate::records::RecordPaths {
-        crate::records::RecordPaths::new(&self.evidence_dir)
-    }
 }
 
 fn absolute_path(name: &str, v: &str) -> Result<PathBuf> {
@@ -167,7 +163,9 @@ fn absolute_path(name: &str, v: &str) -> Result<PathBuf> {
 
 fn url_like(name: &str, v: &str) -> Result<String> {
     match v.split_once("://") {
-        Some((scheme, rest)) if !scheme.is_empty() && !rest.is_empty() && !v.contains(char::is_whitespace) => {
+        Some((scheme, rest))
+            if !scheme.is_empty() && !rest.is_empty() && !v.contains(char::is_whitespace) =>
+        {
             Ok(v.to_string())
         }
         _ => bail!("{name}={v:?}: must be a URL such as scheme://host/path"),
@@ -176,7 +174,8 @@ fn url_like(name: &str, v: &str) -> Result<String> {
 
 fn dns_label(name: &str, v: &str) -> Result<String> {
     let ok = v.len() <= 63
-        && v.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && v.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !v.starts_with('-')
         && !v.ends_with('-');
     if !ok {
@@ -198,7 +197,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn with(pairs: &[(&str, &str)]) -> Result<Config> {
-        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Config::from_lookup(|k| m.get(k).cloned())
     }
 
@@ -208,9 +210,18 @@ mod tests {
         assert_eq!(c.gitops_dir, PathBuf::from("/srv/gitops"));
         assert_eq!(c.bare_repo, PathBuf::from("/srv/bare/app.git"));
         assert_eq!(c.evidence_dir, PathBuf::from("/root/cnpe"));
-        assert_eq!(c.repo_url, "git://gitd.gitsrv.svc.cluster.local:9418/app.git");
-        assert_eq!((c.namespace.as_str(), c.argocd_namespace.as_str()), ("cnpe-shop", "argocd"));
-        assert_eq!((c.project.as_str(), c.application.as_str()), ("cnpe-delivery", "cnpe-shop"));
+        assert_eq!(
+            c.repo_url,
+            "git://gitd.gitsrv.svc.cluster.local:9418/app.git"
+        );
+        assert_eq!(
+            (c.namespace.as_str(), c.argocd_namespace.as_str()),
+            ("cnpe-shop", "argocd")
+        );
+        assert_eq!(
+            (c.project.as_str(), c.application.as_str()),
+            ("cnpe-delivery", "cnpe-shop")
+        );
         assert_eq!(c.body, "labhub-cnpe-v1");
         assert_eq!(c.image, "docker.io/library/nginx:1.27-alpine");
         assert_eq!(c.wait_deadline, Duration::from_secs(45));
@@ -219,8 +230,12 @@ mod tests {
 
     #[test]
     fn overrides_apply() {
-        let c = with(&[("CNPE_EVIDENCE_DIR", "/tmp/ev"), ("CNPE_WAIT_SECONDS", "90"), ("CNPE_HTTP_URL", "http://10.0.0.1/")])
-            .unwrap();
+        let c = with(&[
+            ("CNPE_EVIDENCE_DIR", "/tmp/ev"),
+            ("CNPE_WAIT_SECONDS", "90"),
+            ("CNPE_HTTP_URL", "http://10.0.0.1/"),
+        ])
+        .unwrap();
         assert_eq!(c.evidence_dir, PathBuf::from("/tmp/ev"));
         assert_eq!(c.wait_deadline, Duration::from_secs(90));
         assert_eq!(c.http_url.as_deref(), Some("http://10.0.0.1/"));

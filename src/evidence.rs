@@ -73,7 +73,11 @@ pub struct Subject {
 
 impl Subject {
     pub fn from_config(cfg: &crate::config::Config) -> Self {
-        Self { application: cfg.application.clone(), namespace: cfg.namespace.clone(), deployment: cfg.workload.clone() }
+        Self {
+            application: cfg.application.clone(),
+            namespace: cfg.namespace.clone(),
+            deployment: cfg.workload.clone(),
+        }
     }
 }
 
@@ -87,7 +91,12 @@ pub fn ready_endpoints(slices: &[EndpointSlice]) -> i64 {
         .count() as i64
 }
 
-pub fn derive(subject: &Subject, live: &LiveState, http: &HttpOutcome, observed_at: chrono::DateTime<chrono::Utc>) -> Evidence {
+pub fn derive(
+    subject: &Subject,
+    live: &LiveState,
+    http: &HttpOutcome,
+    observed_at: chrono::DateTime<chrono::Utc>,
+) -> Evidence {
     let app = live.application.as_ref();
     let status = app.and_then(|a| a.status.as_ref());
     let op = status.and_then(|s| s.operation_state.as_ref());
@@ -106,19 +115,27 @@ pub fn derive(subject: &Subject, live: &LiveState, http: &HttpOutcome, observed_
                 .collect()
         })
         .unwrap_or_default();
-    let progress_deadline_exceeded = conditions
-        .iter()
-        .any(|c| c.type_ == "Progressing" && c.reason.as_deref() == Some("ProgressDeadlineExceeded"));
+    let progress_deadline_exceeded = conditions.iter().any(|c| {
+        c.type_ == "Progressing" && c.reason.as_deref() == Some("ProgressDeadlineExceeded")
+    });
     Evidence {
         observed_at: observed_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         application: subject.application.clone(),
         project: app.map(|a| a.spec.project.clone()),
         target_revision: app.and_then(|a| a.spec.source.target_revision.clone()),
-        observed_revision: status.and_then(|s| s.sync.as_ref()).and_then(|s| s.revision.clone()),
-        operation_revision: op.and_then(|o| o.sync_result.as_ref()).and_then(|r| r.revision.clone()),
+        observed_revision: status
+            .and_then(|s| s.sync.as_ref())
+            .and_then(|s| s.revision.clone()),
+        operation_revision: op
+            .and_then(|o| o.sync_result.as_ref())
+            .and_then(|r| r.revision.clone()),
         operation_phase: op.and_then(|o| o.phase.clone()),
-        sync: status.and_then(|s| s.sync.as_ref()).and_then(|s| s.status.clone()),
-        health: status.and_then(|s| s.health.as_ref()).and_then(|h| h.status.clone()),
+        sync: status
+            .and_then(|s| s.sync.as_ref())
+            .and_then(|s| s.status.clone()),
+        health: status
+            .and_then(|s| s.health.as_ref())
+            .and_then(|h| h.status.clone()),
         namespace: subject.namespace.clone(),
         deployment: subject.deployment.clone(),
         generation: dep.and_then(|d| d.metadata.generation),

@@ -28,7 +28,13 @@ pub const REQUIRED_FIELDS: [&str; 13] = [
 ];
 
 /// The five counters that must each be the JSON integer 1.
-pub const COUNTERS: [&str; 5] = ["replicas", "updated", "available", "ready", "ready_endpoints"];
+pub const COUNTERS: [&str; 5] = [
+    "replicas",
+    "updated",
+    "available",
+    "ready",
+    "ready_endpoints",
+];
 
 /// Name used for the EXPECTED_SHA argument when it is itself malformed.
 pub const EXPECTED_SHA_ARG: &str = "EXPECTED_SHA";
@@ -78,10 +84,7 @@ impl Verdict {
     }
 }
 
-/// 40 lowercase hex characters: the only SHA form the lab accepts.
-pub fn is_full_sha(s: &str) -> bool {
-    s.len() == 40 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
+pub use crate::sha::is_full_sha;
 
 /// Reads the state from raw bytes (strictly: duplicate keys, non-objects etc. are rejections).
 pub fn evaluate_bytes(state: &[u8], expected_sha: &str, expected_body: &str) -> Verdict {
@@ -95,17 +98,28 @@ pub fn evaluate_bytes(state: &[u8], expected_sha: &str, expected_body: &str) -> 
 pub fn evaluate_value(state: &Value, expected_sha: &str, expected_body: &str) -> Verdict {
     match state {
         Value::Object(map) => evaluate(map, expected_sha, expected_body),
-        other => rejected_input(JsonInputError::NotAnObject { found: type_name(other) }),
+        other => rejected_input(JsonInputError::NotAnObject {
+            found: type_name(other),
+        }),
     }
 }
 
 fn rejected_input(e: JsonInputError) -> Verdict {
-    Verdict { approved: false, input_error: Some(e.to_string()), violations: vec![], evaluated: vec![] }
+    Verdict {
+        approved: false,
+        input_error: Some(e.to_string()),
+        violations: vec![],
+        evaluated: vec![],
+    }
 }
 
 /// The contract, rule by rule. Every rule runs; nothing short-circuits.
 pub fn evaluate(state: &Map<String, Value>, expected_sha: &str, expected_body: &str) -> Verdict {
-    let mut c = Checker { state, violations: Vec::new(), evaluated: Vec::new() };
+    let mut c = Checker {
+        state,
+        violations: Vec::new(),
+        evaluated: Vec::new(),
+    };
 
     // Rule 1: the expected SHA is well formed and both revisions equal it.
     let sha_ok = is_full_sha(expected_sha);
@@ -130,7 +144,10 @@ pub fn evaluate(state: &Map<String, Value>, expected_sha: &str, expected_body: &
         c.check(field, |v| match as_integer(v) {
             Some(1) => Ok(()),
             Some(_) => Err("must be the JSON integer 1".into()),
-            None => Err(format!("must be the JSON integer 1, not a {}", type_name(v))),
+            None => Err(format!(
+                "must be the JSON integer 1, not a {}",
+                type_name(v)
+            )),
         });
     }
 
@@ -138,7 +155,10 @@ pub fn evaluate(state: &Map<String, Value>, expected_sha: &str, expected_body: &
     let generation = c.check("generation", |v| match as_integer(v) {
         Some(g) if g > 0 => Ok(()),
         Some(_) => Err("must be a positive integer".into()),
-        None => Err(format!("must be a positive integer, not a {}", type_name(v))),
+        None => Err(format!(
+            "must be a positive integer, not a {}",
+            type_name(v)
+        )),
     });
     let generation = generation.and_then(as_integer).filter(|g| *g > 0);
     let observed = c.check("observed_generation", |v| match as_integer(v) {
@@ -155,7 +175,9 @@ pub fn evaluate(state: &Map<String, Value>, expected_sha: &str, expected_body: &
             });
             c.violations.push(Violation {
                 field: "observed_generation".into(),
-                rule: format!("must equal generation ({g}): the controller has not observed the latest spec"),
+                rule: format!(
+                    "must equal generation ({g}): the controller has not observed the latest spec"
+                ),
                 found: format!("{o} (integer)"),
             });
         }
@@ -165,19 +187,34 @@ pub fn evaluate(state: &Map<String, Value>, expected_sha: &str, expected_body: &
     c.check("http_code", |v| match as_integer(v) {
         Some(200) => Ok(()),
         Some(_) => Err("must be the JSON integer 200".into()),
-        None => Err(format!("must be the JSON integer 200, not a {}", type_name(v))),
+        None => Err(format!(
+            "must be the JSON integer 200, not a {}",
+            type_name(v)
+        )),
     });
-    c.string_equals("http_body", expected_body, "must equal EXPECTED_BODY byte for byte");
+    c.string_equals(
+        "http_body",
+        expected_body,
+        "must equal EXPECTED_BODY byte for byte",
+    );
 
     let complete = REQUIRED_FIELDS.iter().all(|f| c.evaluated.contains(f));
     let approved = complete && sha_ok && c.violations.is_empty();
-    Verdict { approved, input_error: None, violations: c.violations, evaluated: c.evaluated }
+    Verdict {
+        approved,
+        input_error: None,
+        violations: c.violations,
+        evaluated: c.evaluated,
+    }
 }
 
 /// A JSON integer (never a bool, string or float such as 1.0 or 1e0).
 fn as_integer(v: &Value) -> Option<i128> {
     match v {
-        Value::Number(n) => n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from)),
+        Value::Number(n) => n
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from)),
         _ => None,
     }
 }
@@ -205,7 +242,11 @@ impl<'a> Checker<'a> {
         match outcome {
             Ok(()) => self.state.get(field),
             Err((rule, found)) => {
-                self.violations.push(Violation { field: field.into(), rule, found });
+                self.violations.push(Violation {
+                    field: field.into(),
+                    rule,
+                    found,
+                });
                 None
             }
         }

@@ -4,7 +4,10 @@
 
 use crate::config::Config;
 use anyhow::{anyhow, bail, Context, Result};
-use git2::{build::CheckoutBuilder, Oid, PushOptions, RemoteCallbacks, Repository, RepositoryInitOptions, Signature};
+use git2::{
+    build::CheckoutBuilder, Oid, PushOptions, RemoteCallbacks, Repository, RepositoryInitOptions,
+    Signature,
+};
 use std::path::Path;
 
 pub const REMOTE: &str = "origin";
@@ -22,15 +25,20 @@ pub struct GitOps {
 pub fn ensure_bare(path: &Path, branch: &str) -> Result<Repository> {
     if path.exists() {
         if !path.is_dir() {
-            bail!("bare repository path {} exists and is not a directory", path.display());
+            bail!(
+                "bare repository path {} exists and is not a directory",
+                path.display()
+            );
         }
-        let repo = Repository::open_bare(path)
-            .with_context(|| format!("{} exists but is not a bare git repository", path.display()))?;
+        let repo = Repository::open_bare(path).with_context(|| {
+            format!("{} exists but is not a bare git repository", path.display())
+        })?;
         return Ok(repo);
     }
     let mut opts = RepositoryInitOptions::new();
     opts.bare(true).initial_head(branch).mkpath(true);
-    Repository::init_opts(path, &opts).with_context(|| format!("creating bare repository {}", path.display()))
+    Repository::init_opts(path, &opts)
+        .with_context(|| format!("creating bare repository {}", path.display()))
 }
 
 impl GitOps {
@@ -40,24 +48,41 @@ impl GitOps {
         ensure_bare(&cfg.bare_repo, &cfg.branch)?;
         let dir = &cfg.gitops_dir;
         let repo = if dir.join(".git").exists() {
-            let repo = Repository::open(dir).with_context(|| format!("opening working copy {}", dir.display()))?;
+            let repo = Repository::open(dir)
+                .with_context(|| format!("opening working copy {}", dir.display()))?;
             if repo.find_remote(REMOTE).is_err() {
                 bail!("working copy {} has no remote {REMOTE:?}; add it: git -C {} remote add origin {}",
                     dir.display(), dir.display(), cfg.bare_repo.display());
             }
             repo
         } else {
-            if dir.exists() && std::fs::read_dir(dir).map(|mut d| d.next().is_some()).unwrap_or(true) {
-                bail!("{} exists, is not empty and is not a git working copy", dir.display());
+            if dir.exists()
+                && std::fs::read_dir(dir)
+                    .map(|mut d| d.next().is_some())
+                    .unwrap_or(true)
+            {
+                bail!(
+                    "{} exists, is not empty and is not a git working copy",
+                    dir.display()
+                );
             }
             let mut opts = RepositoryInitOptions::new();
             opts.initial_head(&cfg.branch).mkpath(true);
-            let repo = Repository::init_opts(dir, &opts).with_context(|| format!("creating {}", dir.display()))?;
-            let url = cfg.bare_repo.to_str().ok_or_else(|| anyhow!("CNPE_BARE_REPO is not UTF-8"))?;
+            let repo = Repository::init_opts(dir, &opts)
+                .with_context(|| format!("creating {}", dir.display()))?;
+            let url = cfg
+                .bare_repo
+                .to_str()
+                .ok_or_else(|| anyhow!("CNPE_BARE_REPO is not UTF-8"))?;
             repo.remote(REMOTE, url)?;
             repo
         };
-        Ok(Self { repo, branch: cfg.branch.clone(), name: cfg.git_name.clone(), email: cfg.git_email.clone() })
+        Ok(Self {
+            repo,
+            branch: cfg.branch.clone(),
+            name: cfg.git_name.clone(),
+            email: cfg.git_email.clone(),
+        })
     }
 
     pub fn workdir(&self) -> &Path {
@@ -66,13 +91,19 @@ impl GitOps {
 
     /// Refuses to commit on top of uncommitted changes: they would silently enter the release.
     pub fn ensure_clean(&self) -> Result<()> {
-        let statuses = self.repo.statuses(Some(git2::StatusOptions::new().include_untracked(true)))?;
+        let statuses = self
+            .repo
+            .statuses(Some(git2::StatusOptions::new().include_untracked(true)))?;
         if let Some(s) = statuses.iter().next() {
             bail!(
                 "working copy {} has uncommitted changes ({}{}); commit or remove them first",
                 self.workdir().display(),
                 s.path().unwrap_or("?"),
-                if statuses.len() > 1 { format!(" and {} more", statuses.len() - 1) } else { String::new() }
+                if statuses.len() > 1 {
+                    format!(" and {} more", statuses.len() - 1)
+                } else {
+                    String::new()
+                }
             );
         }
         Ok(())
@@ -111,7 +142,9 @@ impl GitOps {
         }
         let sig = self.signature()?;
         let parents: Vec<&git2::Commit> = parent.iter().collect();
-        let oid = self.repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)?;
+        let oid = self
+            .repo
+            .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)?;
         Ok(oid)
     }
 
@@ -119,10 +152,17 @@ impl GitOps {
     /// message ("Revert \"...\"" / `This reverts commit SHA.`). Returns its SHA.
     pub fn revert(&self, bad: Oid) -> Result<Oid> {
         self.ensure_clean()?;
-        let bad_commit = self.repo.find_commit(bad).with_context(|| format!("no commit {bad} to revert"))?;
-        let head = self.head()?.ok_or_else(|| anyhow!("nothing committed yet: cannot revert"))?;
+        let bad_commit = self
+            .repo
+            .find_commit(bad)
+            .with_context(|| format!("no commit {bad} to revert"))?;
+        let head = self
+            .head()?
+            .ok_or_else(|| anyhow!("nothing committed yet: cannot revert"))?;
         let head_commit = self.repo.find_commit(head)?;
-        let mut index = self.repo.revert_commit(&bad_commit, &head_commit, 0, None)?;
+        let mut index = self
+            .repo
+            .revert_commit(&bad_commit, &head_commit, 0, None)?;
         if index.has_conflicts() {
             bail!("reverting {bad} conflicts with {head}; resolve by hand, never by rewriting history");
         }
@@ -133,22 +173,35 @@ impl GitOps {
             bad
         );
         let sig = self.signature()?;
-        let oid = self.repo.commit(Some("HEAD"), &sig, &sig, &message, &tree, &[&head_commit])?;
-        self.repo.checkout_head(Some(CheckoutBuilder::new().force()))?;
+        let oid = self
+            .repo
+            .commit(Some("HEAD"), &sig, &sig, &message, &tree, &[&head_commit])?;
+        self.repo
+            .checkout_head(Some(CheckoutBuilder::new().force()))?;
         Ok(oid)
     }
 
     /// Pushes HEAD to `origin`'s branch, fast-forward only. A remote branch that is not an
     /// ancestor of HEAD is refused with a clear error; the remote is never force-updated.
     pub fn push(&self) -> Result<()> {
-        let head = self.head()?.ok_or_else(|| anyhow!("nothing committed yet: nothing to push"))?;
-        let remote_path = self.repo.find_remote(REMOTE)?.url().unwrap_or("").to_string();
+        let head = self
+            .head()?
+            .ok_or_else(|| anyhow!("nothing committed yet: nothing to push"))?;
+        let remote_path = self
+            .repo
+            .find_remote(REMOTE)?
+            .url()
+            .unwrap_or("")
+            .to_string();
         let remote_ref = format!("refs/heads/{}", self.branch);
         if let Ok(bare) = Repository::open(&remote_path) {
             if let Ok(r) = bare.find_reference(&remote_ref) {
-                let theirs = r.target().ok_or_else(|| anyhow!("{remote_ref} in {remote_path} is symbolic"))?;
+                let theirs = r
+                    .target()
+                    .ok_or_else(|| anyhow!("{remote_ref} in {remote_path} is symbolic"))?;
                 let ff = theirs == head
-                    || (self.repo.find_commit(theirs).is_ok() && self.repo.graph_descendant_of(head, theirs)?);
+                    || (self.repo.find_commit(theirs).is_ok()
+                        && self.repo.graph_descendant_of(head, theirs)?);
                 if !ff {
                     bail!(
                         "refusing to push: {remote_ref} in {remote_path} is at {theirs}, which is not an \
@@ -168,7 +221,9 @@ impl GitOps {
         let mut opts = PushOptions::new();
         opts.remote_callbacks(callbacks);
         let refspec = format!("refs/heads/{0}:refs/heads/{0}", self.branch); // no '+': never forced
-        self.repo.find_remote(REMOTE)?.push(&[&refspec], Some(&mut opts))
+        self.repo
+            .find_remote(REMOTE)?
+            .push(&[&refspec], Some(&mut opts))
             .with_context(|| format!("pushing {} to {remote_path}", self.branch))?;
         drop(opts);
         if let Some(r) = rejected.into_inner() {
@@ -203,7 +258,7 @@ pub fn subtree_id(repo: &Repository, oid: Oid, dir: &str) -> Result<Option<Oid>>
 }
 
 pub fn parse_sha(sha: &str) -> Result<Oid> {
-    if !crate::gate::is_full_sha(sha) {
+    if !crate::sha::is_full_sha(sha) {
         bail!("{sha:?} is not a full lowercase 40-hex SHA");
     }
     Ok(Oid::from_str(sha)?)

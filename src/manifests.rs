@@ -2,12 +2,15 @@
 //! Service), `project.json` and `application.json`. Built from typed structs (k8s-openapi and
 //! [`crate::argo`]), never from hand-written JSON text.
 
-use crate::argo::{self, AppProject, AppProjectSpec, Application, ApplicationSpec, Automated, Destination, GroupKind, Source, SyncPolicy};
+use crate::argo::{
+    self, AppProject, AppProjectSpec, Application, ApplicationSpec, Automated, Destination,
+    GroupKind, Source, SyncPolicy,
+};
 use crate::config::Config;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, HTTPGetAction, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, Service, ServicePort,
-    ServiceSpec,
+    Container, ContainerPort, HTTPGetAction, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
+    Service, ServicePort, ServiceSpec,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -25,7 +28,8 @@ pub const HEALTHY_READINESS_PATH: &str = "/";
 /// Step 4's only change: a path nginx answers with 404, so the pod never becomes ready.
 pub const BAD_READINESS_PATH: &str = "/not-ready";
 /// The JSON path of the one field step 4 changes, as [`json_diff`] names it.
-pub const READINESS_PATH_POINTER: &str = "/items/0/spec/template/spec/containers/0/readinessProbe/httpGet/path";
+pub const READINESS_PATH_POINTER: &str =
+    "/items/0/spec/template/spec/containers/0/readinessProbe/httpGet/path";
 
 /// The release as one `v1` `List`. The List wraps two different kinds, which no single
 /// k8s-openapi type does, so it holds their typed serializations.
@@ -64,8 +68,16 @@ pub fn deployment(cfg: &Config, readiness_path: &str) -> Deployment {
     let container = Container {
         name: cfg.workload.clone(),
         image: Some(cfg.image.clone()),
-        command: Some(vec!["/bin/sh".into(), "-c".into(), start_script(&cfg.body, NGINX_HTML_DIR)]),
-        ports: Some(vec![ContainerPort { container_port: 80, name: Some("http".into()), ..Default::default() }]),
+        command: Some(vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            start_script(&cfg.body, NGINX_HTML_DIR),
+        ]),
+        ports: Some(vec![ContainerPort {
+            container_port: 80,
+            name: Some("http".into()),
+            ..Default::default()
+        }]),
         readiness_probe: Some(Probe {
             http_get: Some(HTTPGetAction {
                 path: Some(readiness_path.to_string()),
@@ -77,8 +89,14 @@ pub fn deployment(cfg: &Config, readiness_path: &str) -> Deployment {
             ..Default::default()
         }),
         resources: Some(ResourceRequirements {
-            requests: Some(BTreeMap::from([("cpu".into(), quantity("25m")), ("memory".into(), quantity("32Mi"))])),
-            limits: Some(BTreeMap::from([("cpu".into(), quantity("200m")), ("memory".into(), quantity("128Mi"))])),
+            requests: Some(BTreeMap::from([
+                ("cpu".into(), quantity("25m")),
+                ("memory".into(), quantity("32Mi")),
+            ])),
+            limits: Some(BTreeMap::from([
+                ("cpu".into(), quantity("200m")),
+                ("memory".into(), quantity("128Mi")),
+            ])),
             ..Default::default()
         }),
         ..Default::default()
@@ -93,11 +111,23 @@ pub fn deployment(cfg: &Config, readiness_path: &str) -> Deployment {
         spec: Some(DeploymentSpec {
             replicas: Some(1),
             progress_deadline_seconds: Some(20),
-            strategy: Some(DeploymentStrategy { type_: Some("Recreate".into()), ..Default::default() }),
-            selector: LabelSelector { match_labels: Some(labels(cfg)), ..Default::default() },
+            strategy: Some(DeploymentStrategy {
+                type_: Some("Recreate".into()),
+                ..Default::default()
+            }),
+            selector: LabelSelector {
+                match_labels: Some(labels(cfg)),
+                ..Default::default()
+            },
             template: PodTemplateSpec {
-                metadata: Some(ObjectMeta { labels: Some(labels(cfg)), ..Default::default() }),
-                spec: Some(PodSpec { containers: vec![container], ..Default::default() }),
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels(cfg)),
+                    ..Default::default()
+                }),
+                spec: Some(PodSpec {
+                    containers: vec![container],
+                    ..Default::default()
+                }),
             },
             ..Default::default()
         }),
@@ -134,7 +164,10 @@ pub fn release(cfg: &Config, readiness_path: &str) -> ResourceList {
     ResourceList {
         api_version: "v1",
         kind: "List",
-        items: vec![to_value(&deployment(cfg, readiness_path)), to_value(&service(cfg))],
+        items: vec![
+            to_value(&deployment(cfg, readiness_path)),
+            to_value(&service(cfg)),
+        ],
     }
 }
 
@@ -168,7 +201,9 @@ pub fn project(cfg: &Config) -> AppProject {
             ..Default::default()
         },
         spec: AppProjectSpec {
-            description: Some("cnpe lab: one repo, one namespace, Deployment and Service only".into()),
+            description: Some(
+                "cnpe lab: one repo, one namespace, Deployment and Service only".into(),
+            ),
             source_repos: vec![cfg.repo_url.clone()],
             destinations: vec![Destination {
                 server: Some(cfg.destination_server.clone()),
@@ -176,8 +211,14 @@ pub fn project(cfg: &Config) -> AppProject {
                 namespace: Some(cfg.namespace.clone()),
             }],
             namespace_resource_whitelist: Some(vec![
-                GroupKind { group: "apps".into(), kind: "Deployment".into() },
-                GroupKind { group: "".into(), kind: "Service".into() },
+                GroupKind {
+                    group: "apps".into(),
+                    kind: "Deployment".into(),
+                },
+                GroupKind {
+                    group: "".into(),
+                    kind: "Service".into(),
+                },
             ]),
             cluster_resource_whitelist: Some(vec![]),
         },
@@ -206,7 +247,12 @@ pub fn application(cfg: &Config, target_revision: &str) -> Application {
                 name: None,
                 namespace: Some(cfg.namespace.clone()),
             },
-            sync_policy: Some(SyncPolicy { automated: Some(Automated { prune: true, self_heal: true }) }),
+            sync_policy: Some(SyncPolicy {
+                automated: Some(Automated {
+                    prune: true,
+                    self_heal: true,
+                }),
+            }),
         },
         status: None,
     }

@@ -1,88 +1,315 @@
-//! The observation loop: poll live state until a wait predicate holds or the deadline passes.
-//! It only reads: waiting never deploys or repairs anything.
+//! Waiting on live state: evaluate the pure predicates at every watch event, probe HTTP only
+//! while the Kubernetes part of the goal holds (and again every probe interval while it
+//! does), until the goal holds or the deadline passes. It only reads: waiting never deploys or
+//! repairs anything.
 
 use crate::cluster::Cluster;
-use crate::evidence::Evidence;
+use crate::evidence::{self, Evidence, HttpOutcome, Subject};
+use crate::live::LiveWatch;
+use crate::probe::Probe;
 use crate::wait::{self, Target, Unmet};
-use std::io::Write;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
+
+/// How a wait shows progress on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    Quiet,
+    /// One updating line (ANSI), for a terminal.
+    Terminal,
+    /// A plain line whenever a condition flips, for CI logs.
+    Lines,
+}
+
+impl Progress {
+    /// `Terminal` when stderr is a terminal, else `Lines` (never control codes in a log).
+    pub fn for_stderr() -> Self {
+        if std::io::stderr().is_terminal() {
+            Progress::Terminal
+        } else {
+            Progress::Lines
+        }
+    }
+}
+
+/// One condition changing its live value during a wait ("health Progressing -> Degraded").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Flip {
+    pub what: &'static str,
+    pub from: String,
+    pub to: String,
+    /// Seconds since the wait started.
+    pub at_seconds: f64,
+}
+
+impl std::fmt::Display for Flip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} -> {} at +{:.1}s",
+            self.what, self.from, self.to, self.at_seconds
+        )
+    }
+}
 
 #[derive(Debug)]
 pub struct Waited {
     pub evidence: Evidence,
     pub elapsed: Duration,
-    pub polls: u32,
+    /// Watch events seen and HTTP probes made during the wait.
+    pub events: u32,
+    pub probes: u32,
+    /// From the watch event that completed the Kubernetes part to the return.
+    pub latency_after_event: Duration,
+    pub flips: Vec<Flip>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum WaitError {
     #[error("wait {target} {sha}: not reached within {deadline:?}\n{explanation}")]
-    Timeout { target: &'static str, sha: String, deadline: Duration, unmet: Vec<Unmet>, evidence: Box<Evidence>, explanation: String },
+    Timeout {
+        target: &'static str,
+        sha: String,
+        deadline: Duration,
+        unmet: Vec<Unmet>,
+        evidence: Box<Evidence>,
+        explanation: String,
+    },
     #[error("wait {target} {sha}: reading the cluster failed: {source:#}")]
-    Api { target: &'static str, sha: String, source: anyhow::Error },
+    Api {
+        target: &'static str,
+        sha: String,
+        source: anyhow::Error,
+    },
 }
 
-/// Polls every `poll` until `target` holds for `sha` or `deadline` passes. With `progress`, one
-/// updating line on stderr shows what is still unmet and the elapsed time.
-pub async fn wait_for(
-    cluster: &Cluster,
-    target: Target,
-    sha: &str,
-    body: &str,
-    deadline: Duration,
-    poll: Duration,
-    progress: bool,
-) -> Result<Waited, WaitError> {
-    let start = Instant::now();
-    let mut polls = 0;
-    loop {
-        polls += 1;
-        match cluster.observe().await {
-            Ok(ev) => {
-                let unmet = wait::unmet(target, &ev, sha, body);
-                if unmet.is_empty() {
-                    if progress {
-                        eprint!("\r\x1b[2K");
-                        eprintln!("wait {}: reached after {:.1}s ({polls} polls)", target.name(), start.elapsed().as_secs_f64());
-                    }
-                    return Ok(Waited { evidence: ev, elapsed: start.elapsed(), polls });
-                }
-                if progress {
-                    let names: Vec<&str> = unmet.iter().map(|u| u.what).collect();
-                    eprint!("\r\x1b[2Kwait {} {:>5.1}s: unmet {}", target.name(), start.elapsed().as_secs_f64(), names.join(", "));
-                    let _ = std::io::stderr().flush();
-                }
-                if start.elapsed() >= deadline {
-                    if progress {
-                        eprintln!();
-                    }
-                    let explanation = explain(cluster, target, sha, &unmet, &ev).await;
-                    return Err(WaitError::Timeout {
-                        target: target.name(),
-                        sha: sha.into(),
-                        deadline,
-                        unmet,
-                        evidence: Box::new(ev),
-                        explanation,
-                    });
-                }
-            }
-            // A transient API error is retried until the deadline, then reported as the cause.
-            Err(e) => {
-                if start.elapsed() >= deadline {
-                    return Err(WaitError::Api { target: target.name(), sha: sha.into(), source: e });
-                }
-                eprintln!("wait {}: reading the cluster failed, retrying: {e:#}", target.name());
-            }
-        }
-        tokio::time::sleep(poll.min(deadline.saturating_sub(start.elapsed())).max(Duration::from_millis(50))).await;
+pub struct WaitSpec<'a> {
+    pub target: Target,
+    pub sha: &'a str,
+    pub body: &'a str,
+    pub deadline: Duration,
+    /// Re-probe interval while the Kubernetes part holds but HTTP does not yet.
+    pub probe_interval: Duration,
+    pub progress: Progress,
+}
+
+fn not_probed(url: String) -> HttpOutcome {
+    HttpOutcome {
+        url,
+        code: None,
+        body: None,
+        error: Some("not probed: the Kubernetes part of the goal does not hold yet".into()),
     }
 }
 
-/// Reads the extra context for a human (pods, events, Application) and renders it.
-pub async fn explain(cluster: &Cluster, target: Target, sha: &str, unmet: &[Unmet], ev: &Evidence) -> String {
-    let app = cluster.application().await.ok().flatten();
-    let pods = cluster.pods().await.unwrap_or_default();
-    let events = cluster.events().await.unwrap_or_default();
-    wait::explain(target, sha, unmet, ev, app.as_ref(), &pods, &events)
+fn is_http(u: &Unmet) -> bool {
+    u.what.starts_with("http_")
+}
+
+/// Waits on `live` until `spec.target` holds. `on_observation` sees every evaluated evidence
+/// (the run appends them to observations.ndjson).
+pub async fn wait_for(
+    cluster: &Cluster,
+    live: &mut LiveWatch,
+    probe: &Probe,
+    spec: &WaitSpec<'_>,
+    on_observation: &mut dyn FnMut(&Evidence),
+) -> Result<Waited, WaitError> {
+    let start = Instant::now();
+    let name = spec.target.name();
+    let subject = Subject::from_config(cluster.config());
+    if let Err(e) = live.ready(spec.deadline).await {
+        return Err(WaitError::Api {
+            target: name,
+            sha: spec.sha.into(),
+            source: e,
+        });
+    }
+    let (mut events, mut probes) = (0u32, 0u32);
+    let mut last_probe: Option<(Instant, HttpOutcome)> = None;
+    let mut kube_met_at: Option<Instant> = None;
+    let mut found: BTreeMap<&'static str, String> = BTreeMap::new();
+    let mut flips = Vec::new();
+    let mut zero_endpoints_since: Option<Instant> = None;
+    loop {
+        let state = live.snapshot();
+        let placeholder = || not_probed(probe.url());
+        let http = last_probe
+            .as_ref()
+            .map(|(_, h)| h.clone())
+            .unwrap_or_else(placeholder);
+        let mut ev = evidence::derive(&subject, &state, &http, chrono::Utc::now());
+        let mut unmet = wait::unmet(spec.target, &ev, spec.sha, spec.body);
+        let kube_holds = unmet.iter().all(is_http);
+        if kube_holds {
+            kube_met_at.get_or_insert_with(Instant::now);
+            let stale = last_probe
+                .as_ref()
+                .is_none_or(|(t, _)| t.elapsed() >= spec.probe_interval || Some(*t) < kube_met_at);
+            if stale {
+                let h = probe.get().await;
+                probes += 1;
+                last_probe = Some((Instant::now(), h.clone()));
+                ev = evidence::derive(&subject, &state, &h, chrono::Utc::now());
+                unmet = wait::unmet(spec.target, &ev, spec.sha, spec.body);
+            }
+        } else {
+            kube_met_at = None;
+            // HTTP from before the Kubernetes part held says nothing about the goal.
+            last_probe = None;
+        }
+        if ev.ready_endpoints == 0 {
+            zero_endpoints_since.get_or_insert_with(Instant::now);
+        } else {
+            zero_endpoints_since = None;
+        }
+        on_observation(&ev);
+        track_flips(&mut found, &mut flips, &unmet, &ev, start, spec);
+        if unmet.is_empty() {
+            if spec.progress == Progress::Terminal {
+                eprint!("\r\x1b[2K");
+            }
+            if spec.progress != Progress::Quiet {
+                eprintln!(
+                    "wait {name}: reached after {:.1}s ({events} watch events, {probes} probes)",
+                    start.elapsed().as_secs_f64()
+                );
+            }
+            let latency_after_event = kube_met_at.map(|t| t.elapsed()).unwrap_or_default();
+            return Ok(Waited {
+                evidence: ev,
+                elapsed: start.elapsed(),
+                events,
+                probes,
+                latency_after_event,
+                flips,
+            });
+        }
+        if spec.progress == Progress::Terminal {
+            let names: Vec<&str> = unmet.iter().map(|u| u.what).collect();
+            eprint!(
+                "\r\x1b[2Kwait {name} {:>5.1}s: unmet {}",
+                start.elapsed().as_secs_f64(),
+                names.join(", ")
+            );
+            let _ = std::io::stderr().flush();
+        }
+        let left = spec.deadline.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            if spec.progress == Progress::Terminal {
+                eprintln!();
+            }
+            let context = crate::observer::context(
+                cluster,
+                live,
+                zero_endpoints_since.map(|t| t.elapsed()),
+                &flips,
+            )
+            .await;
+            let explanation = wait::explain(spec.target, spec.sha, &unmet, &ev, &context);
+            return Err(WaitError::Timeout {
+                target: name,
+                sha: spec.sha.into(),
+                deadline: spec.deadline,
+                unmet,
+                evidence: Box::new(ev),
+                explanation,
+            });
+        }
+        // Sleep until the next watch event; while only HTTP is unmet, re-probe on an interval.
+        let nap = if kube_holds {
+            spec.probe_interval.min(left)
+        } else {
+            left
+        };
+        if live.changed(nap).await {
+            events += 1;
+        }
+    }
+}
+
+fn track_flips(
+    found: &mut BTreeMap<&'static str, String>,
+    flips: &mut Vec<Flip>,
+    unmet: &[Unmet],
+    ev: &Evidence,
+    start: Instant,
+    spec: &WaitSpec<'_>,
+) {
+    let now: BTreeMap<&'static str, String> = wait::tracked_values(ev).into_iter().collect();
+    let at_seconds = start.elapsed().as_secs_f64();
+    for (what, value) in &now {
+        match found.get(what) {
+            Some(old) if old != value => {
+                let f = Flip {
+                    what,
+                    from: old.clone(),
+                    to: value.clone(),
+                    at_seconds,
+                };
+                if spec.progress == Progress::Lines {
+                    let still: Vec<&str> = unmet.iter().map(|u| u.what).collect();
+                    eprintln!(
+                        "wait {}: {f}; unmet: {}",
+                        spec.target.name(),
+                        if still.is_empty() {
+                            "none".into()
+                        } else {
+                            still.join(", ")
+                        }
+                    );
+                }
+                flips.push(f);
+            }
+            _ => {}
+        }
+    }
+    *found = now;
+}
+
+/// Reads the extra context for a human (Application, pods, events, ReplicaSets). Best effort:
+/// a read that fails is named in the explanation instead.
+pub async fn context(
+    cluster: &Cluster,
+    live: &LiveWatch,
+    zero_endpoints_for: Option<Duration>,
+    flips: &[Flip],
+) -> wait::Context {
+    let (pods, events, replica_sets) =
+        tokio::join!(cluster.pods(), cluster.events(), cluster.replica_sets());
+    let mut read_errors = Vec::new();
+    let mut keep = |what: &str, e: anyhow::Error| read_errors.push(format!("{what}: {e:#}"));
+    let pods = pods.unwrap_or_else(|e| {
+        keep("pods", e);
+        vec![]
+    });
+    let events = events.unwrap_or_else(|e| {
+        keep("events", e);
+        vec![]
+    });
+    let replica_sets = replica_sets.unwrap_or_else(|e| {
+        keep("replicasets", e);
+        vec![]
+    });
+    let state = live.snapshot();
+    wait::Context {
+        application: state.application,
+        deployment: state.deployment,
+        pods,
+        events,
+        replica_sets,
+        zero_endpoints_for,
+        flips: flips.iter().map(|f| f.to_string()).collect(),
+        last_watch_error: live.last_error().map(|e| {
+            format!(
+                "{} watch, {:.0}s ago: {}",
+                e.kind,
+                e.at.elapsed().as_secs_f64(),
+                e.message
+            )
+        }),
+        read_errors,
+    }
 }

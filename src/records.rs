@@ -28,11 +28,16 @@ pub fn write_once(path: &Path, bytes: &[u8]) -> Result<WriteOutcome> {
             path.display()
         );
     }
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     fs::create_dir_all(dir).with_context(|| format!("creating directory {}", dir.display()))?;
     let tmp = dir.join(format!(
         ".{}.tmp-{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("record"),
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("record"),
         std::process::id()
     ));
     fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
@@ -67,8 +72,11 @@ pub fn read_bounded(path: &Path) -> Result<Vec<u8>> {
 
 /// Records a full SHA (as `git rev-parse` prints it: the SHA and a newline).
 pub fn write_sha(path: &Path, sha: &str) -> Result<WriteOutcome> {
-    if !crate::gate::is_full_sha(sha) {
-        bail!("refusing to record {sha:?} in {}: not a full lowercase SHA", path.display());
+    if !crate::sha::is_full_sha(sha) {
+        bail!(
+            "refusing to record {sha:?} in {}: not a full lowercase SHA",
+            path.display()
+        );
     }
     write_once(path, format!("{sha}\n").as_bytes())
 }
@@ -76,11 +84,17 @@ pub fn write_sha(path: &Path, sha: &str) -> Result<WriteOutcome> {
 /// Reads a `.sha` record; `None` when it does not exist, an error naming the file when it holds
 /// anything but one full lowercase SHA.
 pub fn read_sha(path: &Path) -> Result<Option<String>> {
-    let Some(bytes) = read_if_exists(path)? else { return Ok(None) };
+    let Some(bytes) = read_if_exists(path)? else {
+        return Ok(None);
+    };
     let text = String::from_utf8_lossy(&bytes);
     let sha = text.trim_end_matches('\n');
-    if !crate::gate::is_full_sha(sha) {
-        bail!("{} does not hold a full lowercase SHA (found {:?})", path.display(), truncate(sha));
+    if !crate::sha::is_full_sha(sha) {
+        bail!(
+            "{} does not hold a full lowercase SHA (found {:?})",
+            path.display(),
+            truncate(sha)
+        );
     }
     Ok(Some(sha.to_string()))
 }
@@ -144,6 +158,21 @@ impl RecordPaths {
     pub fn timeline(&self) -> PathBuf {
         self.dir.join("timeline.json")
     }
+    /// When targetRevision was first pointed at the bad SHA (write-once).
+    pub fn revision_bad(&self) -> PathBuf {
+        self.dir.join("revision-bad.json")
+    }
+    /// When targetRevision was first pointed at the revert (write-once).
+    pub fn revision_recovered(&self) -> PathBuf {
+        self.dir.join("revision-recovered.json")
+    }
+    /// Every observation of every run, one JSON object per line (append-only).
+    pub fn observations(&self) -> PathBuf {
+        self.dir.join("observations.ndjson")
+    }
+    pub fn gate_py(&self) -> PathBuf {
+        self.dir.join("release-gate.py")
+    }
 }
 
 #[cfg(test)]
@@ -155,7 +184,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("failed.json");
         assert_eq!(write_once(&p, b"outage").unwrap(), WriteOutcome::Created);
-        assert_eq!(write_once(&p, b"outage").unwrap(), WriteOutcome::AlreadyRecorded);
+        assert_eq!(
+            write_once(&p, b"outage").unwrap(),
+            WriteOutcome::AlreadyRecorded
+        );
         let err = write_once(&p, b"healthy").unwrap_err().to_string();
         assert!(err.contains("failed.json"), "{err}");
         assert_eq!(fs::read(&p).unwrap(), b"outage");

@@ -45,13 +45,16 @@ pub fn type_name(v: &Value) -> &'static str {
 /// Parses `bytes` as one JSON value, rejecting duplicate keys anywhere in it.
 pub fn parse_value(bytes: &[u8]) -> Result<Value, JsonInputError> {
     if bytes.len() > MAX_INPUT_BYTES {
-        return Err(JsonInputError::TooLarge { limit: MAX_INPUT_BYTES });
+        return Err(JsonInputError::TooLarge {
+            limit: MAX_INPUT_BYTES,
+        });
     }
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(JsonInputError::Empty);
     }
-    let text = std::str::from_utf8(bytes)
-        .map_err(|e| JsonInputError::NotUtf8 { offset: e.valid_up_to() })?;
+    let text = std::str::from_utf8(bytes).map_err(|e| JsonInputError::NotUtf8 {
+        offset: e.valid_up_to(),
+    })?;
     let mut de = serde_json::Deserializer::from_str(text);
     let value = StrictSeed.deserialize(&mut de).map_err(classify)?;
     de.end().map_err(classify)?;
@@ -62,7 +65,9 @@ pub fn parse_value(bytes: &[u8]) -> Result<Value, JsonInputError> {
 pub fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, JsonInputError> {
     match parse_value(bytes)? {
         Value::Object(map) => Ok(map),
-        other => Err(JsonInputError::NotAnObject { found: type_name(&other) }),
+        other => Err(JsonInputError::NotAnObject {
+            found: type_name(&other),
+        }),
     }
 }
 
@@ -74,7 +79,9 @@ fn classify(e: serde_json::Error) -> JsonInputError {
         Some(rest) => {
             // serde_json appends " at line L column C"; keep only the key.
             let key = rest.rsplit_once(" at line ").map_or(rest, |(k, _)| k);
-            JsonInputError::DuplicateKey { key: key.to_string() }
+            JsonInputError::DuplicateKey {
+                key: key.to_string(),
+            }
         }
         None => JsonInputError::Syntax(msg),
     }
@@ -150,7 +157,12 @@ mod tests {
     #[test]
     fn duplicate_key_is_named() {
         let err = parse_object(br#"{"ready": 0, "ready": 1}"#).unwrap_err();
-        assert_eq!(err, JsonInputError::DuplicateKey { key: "ready".into() });
+        assert_eq!(
+            err,
+            JsonInputError::DuplicateKey {
+                key: "ready".into()
+            }
+        );
     }
 
     #[test]

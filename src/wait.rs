@@ -1,7 +1,10 @@
 //! Wait predicates (pure): given evidence, which conditions of "healthy at SHA" or "failed at
 //! SHA" are still unmet, each with the live value, so a human can read why.
 
+use crate::argo::Application;
 use crate::evidence::Evidence;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{Event, Pod};
 use serde::Serialize;
 use std::fmt;
 
@@ -38,12 +41,20 @@ struct Conditions(Vec<Unmet>);
 impl Conditions {
     fn need<T: PartialEq + fmt::Debug>(&mut self, what: &'static str, found: T, want: T) {
         if found != want {
-            self.0.push(Unmet { what, want: format!("{want:?}"), found: format!("{found:?}") });
+            self.0.push(Unmet {
+                what,
+                want: format!("{want:?}"),
+                found: format!("{found:?}"),
+            });
         }
     }
     fn need_that(&mut self, what: &'static str, ok: bool, want: &str, found: String) {
         if !ok {
-            self.0.push(Unmet { what, want: want.into(), found });
+            self.0.push(Unmet {
+                what,
+                want: want.into(),
+                found,
+            });
         }
     }
 }
@@ -52,15 +63,30 @@ impl Conditions {
 /// sync operation Succeeded. Before this holds, health may describe the previous revision.
 fn applied(c: &mut Conditions, ev: &Evidence, sha: &str) {
     c.need("target_revision", ev.target_revision.as_deref(), Some(sha));
-    c.need("observed_revision", ev.observed_revision.as_deref(), Some(sha));
-    c.need("operation_revision", ev.operation_revision.as_deref(), Some(sha));
-    c.need("operation_phase", ev.operation_phase.as_deref(), Some("Succeeded"));
+    c.need(
+        "observed_revision",
+        ev.observed_revision.as_deref(),
+        Some(sha),
+    );
+    c.need(
+        "operation_revision",
+        ev.operation_revision.as_deref(),
+        Some(sha),
+    );
+    c.need(
+        "operation_phase",
+        ev.operation_phase.as_deref(),
+        Some("Succeeded"),
+    );
     c.need("sync", ev.sync.as_deref(), Some("Synced"));
     c.need_that(
         "observed_generation",
         ev.generation.is_some_and(|g| g == ev.observed_generation),
         "equal to generation",
-        format!("{} (generation {:?})", ev.observed_generation, ev.generation),
+        format!(
+            "{} (generation {:?})",
+            ev.observed_generation, ev.generation
+        ),
     );
 }
 
@@ -84,7 +110,11 @@ pub fn failed(ev: &Evidence, sha: &str) -> Vec<Unmet> {
     let mut c = Conditions(Vec::new());
     applied(&mut c, ev, sha);
     c.need("health", ev.health.as_deref(), Some("Degraded"));
-    c.need("progress_deadline_exceeded", ev.progress_deadline_exceeded, true);
+    c.need(
+        "progress_deadline_exceeded",
+        ev.progress_deadline_exceeded,
+        true,
+    );
     c.need("ready", ev.ready, 0);
     c.need("available", ev.available, 0);
     c.need("ready_endpoints", ev.ready_endpoints, 0);
@@ -104,31 +134,199 @@ pub fn unmet(target: Target, ev: &Evidence, sha: &str, body: &str) -> Vec<Unmet>
     }
 }
 
-/// Why a wait has not succeeded, for a human: the unmet conditions with live values, then the
-/// Deployment's conditions, the Application's conditions and operation message, the pods'
-/// readiness and the newest events (readiness probe failures show up there).
-pub fn explain(
-    target: Target,
-    sha: &str,
-    unmet: &[Unmet],
-    ev: &Evidence,
-    app: Option<&crate::argo::Application>,
-    pods: &[k8s_openapi::api::core::v1::Pod],
-    events: &[k8s_openapi::api::core::v1::Event],
-) -> String {
+/// The live values a wait follows, for the timeline's "what flipped when" (pure).
+pub fn tracked_values(ev: &Evidence) -> Vec<(&'static str, String)> {
+    let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    vec![
+        ("sync", o(&ev.sync)),
+        ("health", o(&ev.health)),
+        ("operation_phase", o(&ev.operation_phase)),
+        (
+            "observed_revision",
+            ev.observed_revision
+                .as_deref()
+                .map_or("-".into(), |r| crate::sha::short(r).to_string()),
+        ),
+        ("ready_endpoints", ev.ready_endpoints.to_string()),
+        (
+            "progress_deadline_exceeded",
+            ev.progress_deadline_exceeded.to_string(),
+        ),
+        (
+            "http_code",
+            ev.http_code.map_or("-".into(), |c| c.to_string()),
+        ),
+    ]
+}
+
+/// The newest time an event carries (typed: `lastTimestamp`, `eventTime`, `firstTimestamp`,
+/// then its creation), for sorting and display.
+pub fn event_time(e: &Event) -> Option<k8s_openapi::jiff::Timestamp> {
+    e.last_timestamp
+        .as_ref()
+        .map(|t| t.0)
+        .or_else(|| e.event_time.as_ref().map(|t| t.0))
+        .or_else(|| e.first_timestamp.as_ref().map(|t| t.0))
+        .or_else(|| e.metadata.creation_timestamp.as_ref().map(|t| t.0))
+}
+
+/// Everything besides the evidence that explains a wait: read once, when it times out.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    pub application: Option<Application>,
+    pub deployment: Option<Deployment>,
+    pub pods: Vec<Pod>,
+    pub events: Vec<Event>,
+    pub replica_sets: Vec<ReplicaSet>,
+    /// How long the service has had no ready endpoint, as the wait saw it.
+    pub zero_endpoints_for: Option<std::time::Duration>,
+    /// "health Progressing -> Degraded at +21.3s" lines.
+    pub flips: Vec<String>,
+    pub last_watch_error: Option<String>,
+    /// Context reads that failed (named, so the explanation never hides a blind spot).
+    pub read_errors: Vec<String>,
+}
+
+const REVISION: &str = "deployment.kubernetes.io/revision";
+const REVISION_HISTORY: &str = "deployment.kubernetes.io/revision-history";
+
+/// The ReplicaSet the Deployment currently rolls out (highest revision annotation).
+fn current_replica_set<'a>(
+    deployment: &Deployment,
+    sets: &'a [ReplicaSet],
+) -> Option<&'a ReplicaSet> {
+    let want = deployment.metadata.annotations.as_ref()?.get(REVISION)?;
+    sets.iter().find(|rs| {
+        rs.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(REVISION))
+            == Some(want)
+    })
+}
+
+/// Likely causes, from patterns that fool the usual checks (pure). Each line says what is
+/// going on and why the evidence looks the way it does.
+pub fn likely_causes(target: Target, unmet: &[Unmet], ev: &Evidence, cx: &Context) -> Vec<String> {
+    let mut causes = Vec::new();
+    let unmet_names: Vec<&str> = unmet.iter().map(|u| u.what).collect();
+    let rs = cx
+        .deployment
+        .as_ref()
+        .and_then(|d| current_replica_set(d, &cx.replica_sets));
+    let reused = rs.and_then(|rs| {
+        rs.metadata
+            .annotations
+            .as_ref()?
+            .get(REVISION_HISTORY)
+            .cloned()
+    });
+    let progressing = ev.conditions.iter().find(|c| c.type_ == "Progressing");
+    let stale_progress = progressing.is_some_and(|c| {
+        c.status == "True" && c.reason.as_deref() == Some("NewReplicaSetAvailable")
+    });
+    if target == Target::Failed && !ev.progress_deadline_exceeded && ev.ready_endpoints == 0 {
+        if let (Some(rs), Some(history), true) = (rs, &reused, stale_progress) {
+            causes.push(format!(
+                "the Deployment rolled back to an existing ReplicaSet {} (revision-history {history}); Kubernetes \
+                 does not re-arm progressDeadlineSeconds for a reused ReplicaSet (kubernetes/kubernetes#106054), so \
+                 the Progressing condition is still True/NewReplicaSetAvailable from its last success and Argo CD \
+                 reports {} instead of Degraded. The service has had 0 ready endpoints for {}: this IS the outage, \
+                 only the deadline signal is missing",
+                rs.metadata.name.as_deref().unwrap_or("?"),
+                ev.health.as_deref().unwrap_or("?"),
+                cx.zero_endpoints_for.map_or("an unknown time".into(), |d| format!("{:.1}s", d.as_secs_f64())),
+            ));
+        } else if ev.health.as_deref() == Some("Progressing") {
+            causes.push(format!(
+                "nothing is ready and the progress deadline has not passed yet (0 ready endpoints for {}); wait at \
+                 least the Deployment's progressDeadlineSeconds",
+                cx.zero_endpoints_for.map_or("an unknown time".into(), |d| format!("{:.1}s", d.as_secs_f64()))
+            ));
+        }
+    }
+    if unmet_names.iter().any(|w| {
+        matches!(
+            *w,
+            "observed_revision" | "operation_revision" | "operation_phase"
+        )
+    }) {
+        let op = ev.operation_phase.as_deref().unwrap_or("none");
+        causes.push(format!(
+            "Argo CD has not finished applying {}: compared revision {}, operation {op} at {}. Health and sync \
+             still describe the previous revision, so a Synced/Healthy read now would be stale",
+            crate::sha::short(ev.target_revision.as_deref().unwrap_or("?")),
+            ev.observed_revision.as_deref().map_or("none", crate::sha::short),
+            ev.operation_revision.as_deref().map_or("none", crate::sha::short),
+        ));
+    }
+    if let Some(t) = &ev.target_revision {
+        if !crate::sha::is_full_sha(t) {
+            causes.push(format!(
+                "targetRevision is {t:?}, not a full SHA: what it means moves with the branch, so no revision-pinned \
+                 check can hold"
+            ));
+        }
+    }
+    if target == Target::Healthy && unmet_names == ["http_body"] {
+        causes.push(format!(
+            "Kubernetes and Argo CD say everything is fine, but the page is {:?}, not the expected body: the release \
+             serves the wrong content",
+            ev.http_body.as_deref().unwrap_or("")
+        ));
+    }
+    if let Some(e) = &cx.last_watch_error {
+        causes.push(format!("the API had errors during the wait; last: {e}"));
+    }
+    causes
+}
+
+/// Why a wait has not succeeded, for a human: the unmet conditions with live values, the likely
+/// cause, what flipped during the wait, then the Deployment's conditions, the Application's
+/// conditions and operation message, the pods' readiness and the newest events (readiness probe
+/// failures show up there).
+pub fn explain(target: Target, sha: &str, unmet: &[Unmet], ev: &Evidence, cx: &Context) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(s, "still unmet for `{}` at {sha}:", target.name());
     for u in unmet {
         let _ = writeln!(s, "  - {u}");
     }
-    let _ = writeln!(s, "Deployment {}/{} conditions:", ev.namespace, ev.deployment);
+    let causes = likely_causes(target, unmet, ev, cx);
+    if !causes.is_empty() {
+        let _ = writeln!(s, "Likely cause:");
+        for c in &causes {
+            let _ = writeln!(s, "  - {c}");
+        }
+    }
+    if !cx.flips.is_empty() {
+        let _ = writeln!(s, "Changes seen during the wait:");
+        for f in &cx.flips {
+            let _ = writeln!(s, "  - {f}");
+        }
+    }
+    let _ = writeln!(
+        s,
+        "Deployment {}/{} conditions:",
+        ev.namespace, ev.deployment
+    );
     if ev.conditions.is_empty() {
-        let _ = writeln!(s, "  (none: the Deployment is missing or has no status yet)");
+        let _ = writeln!(
+            s,
+            "  (none: the Deployment is missing or has no status yet)"
+        );
     }
     for c in &ev.conditions {
-        let _ = writeln!(s, "  - {}={} {} {}", c.type_, c.status, c.reason.as_deref().unwrap_or(""), c.message.as_deref().unwrap_or(""));
+        let _ = writeln!(
+            s,
+            "  - {}={} {} {}",
+            c.type_,
+            c.status,
+            c.reason.as_deref().unwrap_or(""),
+            c.message.as_deref().unwrap_or("")
+        );
     }
+    let app = cx.application.as_ref();
     let status = app.and_then(|a| a.status.as_ref());
     let _ = writeln!(s, "Application {}:", ev.application);
     match (app, status) {
@@ -140,21 +338,31 @@ pub fn explain(
         }
         (Some(_), Some(st)) => {
             if let Some(op) = &st.operation_state {
-                let _ = writeln!(s, "  operation {}: {}", op.phase.as_deref().unwrap_or("?"), op.message.as_deref().unwrap_or(""));
+                let _ = writeln!(
+                    s,
+                    "  operation {}: {}",
+                    op.phase.as_deref().unwrap_or("?"),
+                    op.message.as_deref().unwrap_or("")
+                );
             }
             if let Some(h) = st.health.as_ref().and_then(|h| h.message.as_ref()) {
                 let _ = writeln!(s, "  health message: {h}");
             }
             for c in st.conditions.iter().flatten() {
-                let _ = writeln!(s, "  condition {}: {}", c.type_.as_deref().unwrap_or("?"), c.message.as_deref().unwrap_or(""));
+                let _ = writeln!(
+                    s,
+                    "  condition {}: {}",
+                    c.type_.as_deref().unwrap_or("?"),
+                    c.message.as_deref().unwrap_or("")
+                );
             }
         }
     }
     let _ = writeln!(s, "Pods:");
-    if pods.is_empty() {
+    if cx.pods.is_empty() {
         let _ = writeln!(s, "  (none)");
     }
-    for p in pods {
+    for p in &cx.pods {
         let name = p.metadata.name.as_deref().unwrap_or("?");
         let st = p.status.as_ref();
         let ready = st
@@ -162,20 +370,28 @@ pub fn explain(
             .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
             .map(|c| format!("Ready={} {}", c.status, c.message.as_deref().unwrap_or("")))
             .unwrap_or_else(|| "Ready=?".into());
-        let _ = writeln!(s, "  - {name} phase={} {ready}", st.and_then(|s| s.phase.as_deref()).unwrap_or("?"));
+        let _ = writeln!(
+            s,
+            "  - {name} phase={} {ready}",
+            st.and_then(|s| s.phase.as_deref()).unwrap_or("?")
+        );
     }
     let _ = writeln!(s, "Newest events:");
-    for e in events.iter().rev().take(8).collect::<Vec<_>>().into_iter().rev() {
+    let skip = cx.events.len().saturating_sub(8);
+    for e in cx.events.iter().skip(skip) {
         let _ = writeln!(
             s,
             "  - {} {} {}/{}: {} {}",
-            crate::cluster::event_time(e),
+            event_time(e).map(|t| t.to_string()).unwrap_or_default(),
             e.type_.as_deref().unwrap_or(""),
             e.involved_object.kind.as_deref().unwrap_or(""),
             e.involved_object.name.as_deref().unwrap_or(""),
             e.reason.as_deref().unwrap_or(""),
             e.message.as_deref().unwrap_or("").trim()
         );
+    }
+    for r in &cx.read_errors {
+        let _ = writeln!(s, "(could not read {r})");
     }
     s
 }

@@ -18,17 +18,32 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn wait_needs_a_full_lowercase_sha() {
-    for sha in ["HEAD", "3b18e51", "3B18E512DBA79E4C8300DD08AEB37F8E728B8DAD"] {
+    for sha in [
+        "HEAD",
+        "3b18e51",
+        "3B18E512DBA79E4C8300DD08AEB37F8E728B8DAD",
+    ] {
         let o = cnpe_lab(&["wait", "healthy", sha], &[]);
         assert_eq!(o.status.code(), Some(2), "{sha}");
-        assert!(stderr(&o).contains("not a full 40-hex lowercase SHA"), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("not a full 40-hex lowercase SHA"),
+            "{}",
+            stderr(&o)
+        );
         assert!(o.stdout.is_empty(), "nothing on stdout for a usage error");
     }
 }
 
 #[test]
 fn wait_needs_a_known_state() {
-    let o = cnpe_lab(&["wait", "serving", "3b18e512dba79e4c8300dd08aeb37f8e728b8dad"], &[]);
+    let o = cnpe_lab(
+        &[
+            "wait",
+            "serving",
+            "3b18e512dba79e4c8300dd08aeb37f8e728b8dad",
+        ],
+        &[],
+    );
     assert_eq!(o.status.code(), Some(2));
 }
 
@@ -41,9 +56,16 @@ fn invalid_configuration_names_the_variable() {
 
 #[test]
 fn reset_requires_yes_and_says_what_it_deletes() {
-    let o = cnpe_lab(&["reset"], &[("CNPE_EVIDENCE_DIR", "/tmp/cnpe-cli-test-evidence")]);
+    let o = cnpe_lab(
+        &["reset"],
+        &[("CNPE_EVIDENCE_DIR", "/tmp/cnpe-cli-test-evidence")],
+    );
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("/tmp/cnpe-cli-test-evidence") && stderr(&o).contains("--yes"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("/tmp/cnpe-cli-test-evidence") && stderr(&o).contains("--yes"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// 203.0.113.0/24 is TEST-NET-3: the refusal must come before any connection attempt.
@@ -57,10 +79,16 @@ fn a_remote_api_server_is_refused_before_any_request() {
          contexts:\n- name: prod\n  context:\n    cluster: prod\n    user: u\ncurrent-context: prod\nusers:\n- name: u\n  user:\n    token: x\n",
     )
     .unwrap();
-    let o = cnpe_lab(&["observe"], &[("KUBECONFIG", kubeconfig.to_str().unwrap())]);
+    let o = cnpe_lab(
+        &["observe"],
+        &[("KUBECONFIG", kubeconfig.to_str().unwrap())],
+    );
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
-    assert!(err.contains("refusing to act on the API server at https://203.0.113.10:6443"), "{err}");
+    assert!(
+        err.contains("refusing to act on the API server at https://203.0.113.10:6443"),
+        "{err}"
+    );
     assert!(err.contains("CNPE_ALLOW_REMOTE=1"), "{err}");
     assert!(o.stdout.is_empty());
 }

@@ -1,6 +1,8 @@
 //! The release gate, tested as a security-relevant parser. Every test lives under `gate::` so
 //! `cargo test gate` selects exactly these (plus the gate's unit tests).
 
+mod support;
+
 mod gate {
     use cnpe_lab::gate::{evaluate_bytes, evaluate_value, Verdict, COUNTERS, REQUIRED_FIELDS};
     use proptest::prelude::*;
@@ -50,7 +52,11 @@ mod gate {
     }
 
     fn fields(verdict: &Verdict) -> BTreeSet<String> {
-        verdict.failing_fields().into_iter().map(String::from).collect()
+        verdict
+            .failing_fields()
+            .into_iter()
+            .map(String::from)
+            .collect()
     }
 
     fn set(names: &[&str]) -> BTreeSet<String> {
@@ -208,7 +214,12 @@ mod gate {
         };
         let verdict = evaluate_value(&Value::Object(state), SHA, BODY);
         assert!(!verdict.approved, "{field} counterexample approved");
-        assert_eq!(fields(&verdict), set(expected), "{:?}", verdict.report_lines());
+        assert_eq!(
+            fields(&verdict),
+            set(expected),
+            "{:?}",
+            verdict.report_lines()
+        );
     }
 
     /// The counters must be integers as JSON writes them: `1e0` parses as a float.
@@ -227,7 +238,11 @@ mod gate {
         let patched = format!("{}{}{}", &text[..start], literal, &text[end..]);
         let verdict = evaluate_bytes(patched.as_bytes(), SHA, BODY);
         assert!(!verdict.approved);
-        assert!(fields(&verdict).contains(field), "{:?}", verdict.report_lines());
+        assert!(
+            fields(&verdict).contains(field),
+            "{:?}",
+            verdict.report_lines()
+        );
     }
 
     /// A malformed EXPECTED_SHA argument is itself a violation, even if the state agrees with it.
@@ -280,7 +295,10 @@ mod gate {
     #[case::utf16(b"\xff\xfe{\x00}\x00".to_vec(), "not UTF-8")]
     #[case::bom(b"\xef\xbb\xbf{}".to_vec(), "not valid JSON")]
     #[case::deep_nesting(deep_nesting(100_000), "recursion limit")]
-    fn gate_rejects_hostile_input_with_a_clear_message(#[case] bytes: Vec<u8>, #[case] message: &str) {
+    fn gate_rejects_hostile_input_with_a_clear_message(
+        #[case] bytes: Vec<u8>,
+        #[case] message: &str,
+    ) {
         let verdict = evaluate_bytes(&bytes, SHA, BODY);
         assert!(!verdict.approved);
         let err = verdict.input_error.clone().expect("an input error");
@@ -294,7 +312,10 @@ mod gate {
         text.insert_str(1, "\"ready\": 0, ");
         let verdict = evaluate_bytes(text.as_bytes(), SHA, BODY);
         assert!(!verdict.approved);
-        assert!(verdict.input_error.unwrap().contains("duplicate key \"ready\""));
+        assert!(verdict
+            .input_error
+            .unwrap()
+            .contains("duplicate key \"ready\""));
     }
 
     #[test]
@@ -339,8 +360,11 @@ mod gate {
         let mut expected: Vec<&str> = vec!["EXPECTED_SHA"];
         expected.extend(REQUIRED_FIELDS);
         assert_eq!(verdict.failing_fields(), expected);
-        insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
-            insta::assert_snapshot!("gate_report_maximally_wrong", verdict.report_lines().join("\n"));
+        crate::support::snapshot_settings().bind(|| {
+            insta::assert_snapshot!(
+                "gate_report_maximally_wrong",
+                verdict.report_lines().join("\n")
+            )
         });
     }
 
@@ -352,7 +376,10 @@ mod gate {
         use std::process::{Command, Output};
 
         fn run(args: &[&std::ffi::OsStr]) -> Output {
-            Command::new(env!("CARGO_BIN_EXE_release-gate")).args(args).output().unwrap()
+            Command::new(env!("CARGO_BIN_EXE_release-gate"))
+                .args(args)
+                .output()
+                .unwrap()
         }
 
         fn run_on(path: &Path, sha: &str, body: &str, json: bool) -> Output {
@@ -372,7 +399,11 @@ mod gate {
 
         fn fingerprint(p: &Path) -> (Vec<u8>, std::time::SystemTime, u64) {
             let meta = std::fs::metadata(p).unwrap();
-            (std::fs::read(p).unwrap(), meta.modified().unwrap(), meta.len())
+            (
+                std::fs::read(p).unwrap(),
+                meta.modified().unwrap(),
+                meta.len(),
+            )
         }
 
         #[test]
@@ -381,10 +412,19 @@ mod gate {
             let p = write_state(dir.path(), &Value::Object(valid()));
             let before = fingerprint(&p);
             let out = run_on(&p, SHA, BODY, false);
-            assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             assert!(out.stdout.is_empty());
             assert_eq!(fingerprint(&p), before);
-            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no stray files");
+            assert_eq!(
+                std::fs::read_dir(dir.path()).unwrap().count(),
+                1,
+                "no stray files"
+            );
         }
 
         #[test]
@@ -397,7 +437,9 @@ mod gate {
             let stderr = String::from_utf8(out.stderr).unwrap();
             for field in REQUIRED_FIELDS {
                 assert!(
-                    stderr.lines().any(|l| l.starts_with(&format!("release-gate: REJECTED {field}:"))),
+                    stderr
+                        .lines()
+                        .any(|l| l.starts_with(&format!("release-gate: REJECTED {field}:"))),
                     "{field} not named in:\n{stderr}"
                 );
             }
@@ -414,9 +456,8 @@ mod gate {
             let out = run_on(&p, SHA, BODY, true);
             assert_eq!(out.status.code(), Some(1));
             let verdict: Value = serde_json::from_slice(&out.stdout).unwrap();
-            insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
-                insta::assert_json_snapshot!("gate_command_json_verdict", verdict);
-            });
+            crate::support::snapshot_settings()
+                .bind(|| insta::assert_json_snapshot!("gate_command_json_verdict", verdict));
         }
 
         #[test]
@@ -437,7 +478,11 @@ mod gate {
             assert_eq!(out.status.code(), Some(2));
             assert!(String::from_utf8_lossy(&out.stderr).contains("nope.json"));
             let out = run_on(dir.path(), SHA, BODY, false);
-            assert_eq!(out.status.code(), Some(2), "a directory is not readable as a file");
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "a directory is not readable as a file"
+            );
         }
 
         #[test]
@@ -447,14 +492,20 @@ mod gate {
                 ("empty.json", b"".to_vec()),
                 ("array.json", b"[]".to_vec()),
                 ("garbage.json", b"{} trailing".to_vec()),
-                ("dup.json", b"{\"sync\":\"Synced\",\"sync\":\"Synced\"}".to_vec()),
+                (
+                    "dup.json",
+                    b"{\"sync\":\"Synced\",\"sync\":\"Synced\"}".to_vec(),
+                ),
                 ("deep.json", deep_nesting(100_000)),
             ] {
                 let p = dir.path().join(name);
                 std::fs::write(&p, &bytes).unwrap();
                 let out = run_on(&p, SHA, BODY, false);
                 assert_eq!(out.status.code(), Some(1), "{name}");
-                assert!(String::from_utf8_lossy(&out.stderr).contains("REJECTED input:"), "{name}");
+                assert!(
+                    String::from_utf8_lossy(&out.stderr).contains("REJECTED input:"),
+                    "{name}"
+                );
                 assert_eq!(std::fs::read(&p).unwrap(), bytes, "{name} modified");
             }
         }
@@ -472,7 +523,12 @@ mod gate {
             };
             let out = run_on(&fifo, SHA, BODY, false);
             writer.join().unwrap().unwrap();
-            assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             // Nobody writes now: a clear error after a bounded wait, never a hang.
             let out = run_on(&fifo, SHA, BODY, false);
             assert_eq!(out.status.code(), Some(2));
@@ -508,8 +564,15 @@ mod gate {
             (-1e6f64..1e6).prop_map(|f| json!(f)),
             prop_oneof![Just(1.0f64), Just(200.0), Just(3.0)].prop_map(|f| json!(f)),
             ".{0,20}".prop_map(Value::String),
-            prop_oneof![Just("1"), Just("200"), Just("Synced"), Just("Healthy"), Just(SHA), Just(BODY)]
-                .prop_map(|s| Value::String(s.into())),
+            prop_oneof![
+                Just("1"),
+                Just("200"),
+                Just("Synced"),
+                Just("Healthy"),
+                Just(SHA),
+                Just(BODY)
+            ]
+            .prop_map(|s| Value::String(s.into())),
         ]
     }
 
@@ -525,12 +588,17 @@ mod gate {
 
     /// The JSON type the contract wants for a field.
     fn wants_integer(field: &str) -> bool {
-        COUNTERS.contains(&field) || matches!(field, "generation" | "observed_generation" | "http_code")
+        COUNTERS.contains(&field)
+            || matches!(field, "generation" | "observed_generation" | "http_code")
     }
 
     fn same_type(field: &str, v: &Value) -> bool {
         let is_int = matches!(v, Value::Number(n) if n.is_i64() || n.is_u64());
-        if wants_integer(field) { is_int } else { v.is_string() }
+        if wants_integer(field) {
+            is_int
+        } else {
+            v.is_string()
+        }
     }
 
     proptest! {

@@ -35,7 +35,11 @@ fn run_flow(l: &Lab) -> (GitOps, Oid, Oid, Oid) {
     let g = GitOps::prepare(&l.cfg).unwrap();
     let base = commit(&g, &manifests::baseline_release(&l.cfg), "Baseline release");
     g.push().unwrap();
-    let bad = commit(&g, &manifests::bad_release(&l.cfg), "Readiness probe on /not-ready");
+    let bad = commit(
+        &g,
+        &manifests::bad_release(&l.cfg),
+        "Readiness probe on /not-ready",
+    );
     g.push().unwrap();
     let rec = g.revert(bad).unwrap();
     g.push().unwrap();
@@ -44,16 +48,32 @@ fn run_flow(l: &Lab) -> (GitOps, Oid, Oid, Oid) {
 
 /// Commits `release` as app/release.json, as the lab's steps do.
 fn commit(g: &GitOps, release: &manifests::ResourceList, message: &str) -> Oid {
-    g.commit_file(RELEASE_PATH, &to_file_bytes(release), message).unwrap()
+    g.commit_file(RELEASE_PATH, &to_file_bytes(release), message)
+        .unwrap()
 }
 
 fn check(l: &Lab, base: Oid, bad: Oid, rec: Oid) -> history::HistoryReport {
-    history::check(&bare(l), &l.cfg, &base.to_string(), &bad.to_string(), &rec.to_string())
+    history::check(
+        &bare(l),
+        &l.cfg,
+        &base.to_string(),
+        &bad.to_string(),
+        &rec.to_string(),
+    )
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -65,17 +85,29 @@ fn the_real_flow_passes_every_history_check() {
     assert!(report.passed(), "{}", report.render());
     assert_eq!(report.checks.len(), CHECK_NAMES.len());
     // The pushed branch is at the recovered commit; the working copy file equals the baseline.
-    assert_eq!(bare(&l).find_reference("refs/heads/main").unwrap().target(), Some(rec));
+    assert_eq!(
+        bare(&l).find_reference("refs/heads/main").unwrap().target(),
+        Some(rec)
+    );
     assert_eq!(
         std::fs::read(g.workdir().join(RELEASE_PATH)).unwrap(),
         to_file_bytes(&manifests::baseline_release(&l.cfg))
     );
     // git itself agrees: rev-list shows three commits, revert message names the bad SHA.
     let log = git(&l.cfg.bare_repo, &["rev-list", "main"]);
-    assert_eq!(log.lines().collect::<Vec<_>>(), [rec.to_string(), bad.to_string(), base.to_string()]);
+    assert_eq!(
+        log.lines().collect::<Vec<_>>(),
+        [rec.to_string(), bad.to_string(), base.to_string()]
+    );
     let msg = git(&l.cfg.bare_repo, &["log", "-1", "--format=%B", "main"]);
-    assert!(msg.starts_with("Revert \"Readiness probe on /not-ready\""), "{msg}");
-    assert!(msg.contains(&format!("This reverts commit {bad}.")), "{msg}");
+    assert!(
+        msg.starts_with("Revert \"Readiness probe on /not-ready\""),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(&format!("This reverts commit {bad}.")),
+        "{msg}"
+    );
     assert_ne!(rec, base, "recovery is a NEW commit, not the old baseline");
 }
 
@@ -85,16 +117,44 @@ fn force_pushed_branch_fails_reachability() {
     let (_g, base, bad, rec) = run_flow(&l);
     // Someone rewrites the branch behind our back: main -> baseline, then a new "recovery".
     let other = tempfile::tempdir().unwrap();
-    git(other.path(), &["clone", "-q", l.cfg.bare_repo.to_str().unwrap(), "c"]);
+    git(
+        other.path(),
+        &["clone", "-q", l.cfg.bare_repo.to_str().unwrap(), "c"],
+    );
     let c = other.path().join("c");
     git(&c, &["reset", "-q", "--hard", &base.to_string()]);
-    git(&c, &["-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty", "-m", "rewritten"]);
+    git(
+        &c,
+        &[
+            "-c",
+            "user.name=x",
+            "-c",
+            "user.email=x@x",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "rewritten",
+        ],
+    );
     git(&c, &["push", "-q", "--force", "origin", "main"]);
     let report = check(&l, base, bad, rec);
     assert!(!report.passed());
-    assert!(report.failed("bad reachable from branch"), "{}", report.render());
-    assert!(report.failed("recovered reachable from branch"), "{}", report.render());
-    assert!(!report.failed("baseline reachable from branch"), "{}", report.render());
+    assert!(
+        report.failed("bad reachable from branch"),
+        "{}",
+        report.render()
+    );
+    assert!(
+        report.failed("recovered reachable from branch"),
+        "{}",
+        report.render()
+    );
+    assert!(
+        !report.failed("baseline reachable from branch"),
+        "{}",
+        report.render()
+    );
 }
 
 #[test]
@@ -108,7 +168,12 @@ fn bad_commit_that_also_changes_the_image_fails() {
     let rec = g.revert(bad).unwrap();
     g.push().unwrap();
     let report = check(&l, base, bad, rec);
-    assert_eq!(report.failures().iter().map(|c| c.name).collect::<Vec<_>>(), ["bad differs only in the readiness path"], "{}", report.render());
+    assert_eq!(
+        report.failures().iter().map(|c| c.name).collect::<Vec<_>>(),
+        ["bad differs only in the readiness path"],
+        "{}",
+        report.render()
+    );
     assert!(report.render().contains("/image"), "{}", report.render());
 }
 
@@ -121,7 +186,11 @@ fn commit_refuses_a_staged_extra_file() {
     let mut index = g.repo.index().unwrap();
     index.add_path(Path::new("app/extra.json")).unwrap();
     index.write().unwrap();
-    let bad = g.commit_file(RELEASE_PATH, &to_file_bytes(&manifests::bad_release(&l.cfg)), "bad");
+    let bad = g.commit_file(
+        RELEASE_PATH,
+        &to_file_bytes(&manifests::bad_release(&l.cfg)),
+        "bad",
+    );
     // A dirty index is refused outright: nothing sneaks into the release.
     assert!(bad.unwrap_err().to_string().contains("uncommitted changes"));
     let _ = base;
@@ -133,16 +202,41 @@ fn bad_commit_that_also_adds_a_file_fails() {
     let g = GitOps::prepare(&l.cfg).unwrap();
     let base = commit(&g, &manifests::baseline_release(&l.cfg), "base");
     // Made with git itself: the release change plus an extra file in one commit.
-    std::fs::write(g.workdir().join(RELEASE_PATH), to_file_bytes(&manifests::bad_release(&l.cfg))).unwrap();
+    std::fs::write(
+        g.workdir().join(RELEASE_PATH),
+        to_file_bytes(&manifests::bad_release(&l.cfg)),
+    )
+    .unwrap();
     std::fs::write(g.workdir().join("app/configmap.json"), "{}").unwrap();
     git(g.workdir(), &["add", "-A"]);
-    git(g.workdir(), &["-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "bad plus extra"]);
+    git(
+        g.workdir(),
+        &[
+            "-c",
+            "user.name=x",
+            "-c",
+            "user.email=x@x",
+            "commit",
+            "-q",
+            "-m",
+            "bad plus extra",
+        ],
+    );
     let bad = g.head().unwrap().unwrap();
     let rec = g.revert(bad).unwrap();
     g.push().unwrap();
     let report = check(&l, base, bad, rec);
-    assert_eq!(report.failures().iter().map(|c| c.name).collect::<Vec<_>>(), ["bad differs only in the readiness path"], "{}", report.render());
-    assert!(report.render().contains("app/configmap.json"), "{}", report.render());
+    assert_eq!(
+        report.failures().iter().map(|c| c.name).collect::<Vec<_>>(),
+        ["bad differs only in the readiness path"],
+        "{}",
+        report.render()
+    );
+    assert!(
+        report.render().contains("app/configmap.json"),
+        "{}",
+        report.render()
+    );
 }
 
 #[test]
@@ -158,7 +252,12 @@ fn recovery_whose_tree_differs_from_the_baseline_fails() {
     let rec = commit(&g, &manifests::baseline_release(&other), &msg);
     g.push().unwrap();
     let report = check(&l, base, bad, rec);
-    assert_eq!(report.failures().iter().map(|c| c.name).collect::<Vec<_>>(), ["recovered app/ tree equals baseline"], "{}", report.render());
+    assert_eq!(
+        report.failures().iter().map(|c| c.name).collect::<Vec<_>>(),
+        ["recovered app/ tree equals baseline"],
+        "{}",
+        report.render()
+    );
 }
 
 #[test]
@@ -171,7 +270,12 @@ fn recovery_that_is_not_a_revert_fails() {
     let rec = commit(&g, &manifests::baseline_release(&l.cfg), "fix probe");
     g.push().unwrap();
     let report = check(&l, base, bad, rec);
-    assert_eq!(report.failures().iter().map(|c| c.name).collect::<Vec<_>>(), ["recovered message reverts bad"], "{}", report.render());
+    assert_eq!(
+        report.failures().iter().map(|c| c.name).collect::<Vec<_>>(),
+        ["recovered message reverts bad"],
+        "{}",
+        report.render()
+    );
 }
 
 #[test]
@@ -189,15 +293,41 @@ fn push_that_would_not_fast_forward_is_refused_and_the_remote_kept() {
     let (g, _base, _bad, rec) = run_flow(&l);
     // Another clone pushes a new commit; our local branch is now behind and diverges.
     let other = tempfile::tempdir().unwrap();
-    git(other.path(), &["clone", "-q", l.cfg.bare_repo.to_str().unwrap(), "c"]);
+    git(
+        other.path(),
+        &["clone", "-q", l.cfg.bare_repo.to_str().unwrap(), "c"],
+    );
     let c = other.path().join("c");
-    git(&c, &["-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty", "-m", "theirs"]);
+    git(
+        &c,
+        &[
+            "-c",
+            "user.name=x",
+            "-c",
+            "user.email=x@x",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "theirs",
+        ],
+    );
     git(&c, &["push", "-q", "origin", "main"]);
-    let theirs = bare(&l).find_reference("refs/heads/main").unwrap().target().unwrap();
+    let theirs = bare(&l)
+        .find_reference("refs/heads/main")
+        .unwrap()
+        .target()
+        .unwrap();
     let mine = g.commit_file("app/note.txt", b"mine", "mine").unwrap();
     let err = g.push().unwrap_err().to_string();
-    assert!(err.contains("refusing to push") && err.contains("rewrite history"), "{err}");
-    assert_eq!(bare(&l).find_reference("refs/heads/main").unwrap().target(), Some(theirs));
+    assert!(
+        err.contains("refusing to push") && err.contains("rewrite history"),
+        "{err}"
+    );
+    assert_eq!(
+        bare(&l).find_reference("refs/heads/main").unwrap().target(),
+        Some(theirs)
+    );
     assert_ne!(mine, rec);
 }
 
@@ -207,9 +337,22 @@ fn dirty_working_copy_is_refused() {
     let g = GitOps::prepare(&l.cfg).unwrap();
     commit(&g, &manifests::baseline_release(&l.cfg), "base");
     std::fs::write(g.workdir().join(RELEASE_PATH), "edited by hand").unwrap();
-    let err = g.commit_file(RELEASE_PATH, &to_file_bytes(&manifests::bad_release(&l.cfg)), "bad").unwrap_err();
-    assert!(err.to_string().contains("uncommitted changes (app/release.json)"), "{err}");
-    assert_eq!(std::fs::read_to_string(g.workdir().join(RELEASE_PATH)).unwrap(), "edited by hand");
+    let err = g
+        .commit_file(
+            RELEASE_PATH,
+            &to_file_bytes(&manifests::bad_release(&l.cfg)),
+            "bad",
+        )
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("uncommitted changes (app/release.json)"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(g.workdir().join(RELEASE_PATH)).unwrap(),
+        "edited by hand"
+    );
 }
 
 #[test]
@@ -226,8 +369,14 @@ fn bare_repo_path_that_is_a_file_is_refused_and_kept() {
     std::fs::create_dir_all(l.cfg.bare_repo.parent().unwrap()).unwrap();
     std::fs::write(&l.cfg.bare_repo, "not a repo").unwrap();
     let err = GitOps::prepare(&l.cfg).err().unwrap().to_string();
-    assert!(err.contains("app.git") && err.contains("not a directory"), "{err}");
-    assert_eq!(std::fs::read_to_string(&l.cfg.bare_repo).unwrap(), "not a repo");
+    assert!(
+        err.contains("app.git") && err.contains("not a directory"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&l.cfg.bare_repo).unwrap(),
+        "not a repo"
+    );
 }
 
 #[test]
@@ -259,7 +408,12 @@ fn git_daemon_serves_the_pushed_sha_over_git_protocol() {
     // Run git-daemon itself (not the `git daemon` wrapper, which forks it) so kill() stops it.
     let exec_path = git(Path::new("."), &["--exec-path"]);
     let mut daemon = Command::new(Path::new(exec_path.trim()).join("git-daemon"))
-        .args(["--export-all", "--reuseaddr", "--listen=127.0.0.1", &format!("--port={port}")])
+        .args([
+            "--export-all",
+            "--reuseaddr",
+            "--listen=127.0.0.1",
+            &format!("--port={port}"),
+        ])
         .arg(format!("--base-path={}", base_path.display()))
         .arg(base_path)
         .stdout(std::process::Stdio::null())
@@ -289,7 +443,11 @@ fn git_daemon_serves_the_pushed_sha_over_git_protocol() {
             Err(e) => panic!("cloning {url}: {e}"),
         }
     };
-    let head = cloned.find_reference("refs/remotes/origin/main").unwrap().target().unwrap();
+    let head = cloned
+        .find_reference("refs/remotes/origin/main")
+        .unwrap()
+        .target()
+        .unwrap();
     assert_eq!(head, rec);
     assert!(cloned.find_commit(rec).is_ok());
 }

@@ -1,148 +1,168 @@
-//! `cargo test --test lab`: the whole lab against the cluster in the current kubeconfig, as
-//! ordered trials on one thread sharing one fixture, then the grader's checks. With no
-//! reachable cluster every trial is ignored, loudly, with the command that provides one.
+//! `cargo test --test lab`: the whole lab as ordered trials on one thread sharing one fixture,
+//! through the same `Runner` as `cnpe-lab run`, then the grader's checks. `CNPE_CLUSTER=hermetic`
+//! or `kind` starts that cluster first. With no usable cluster every trial is ignored, loudly,
+//! with the command that provides one, unless `CNPE_LAB_REQUIRED=1` (set by CI whenever it
+//! brought a cluster up): then every trial fails with the same explanation.
+
+mod support;
 
 use cnpe_lab::config::Config;
-use cnpe_lab::lab::{Lab, STEPS};
+use cnpe_lab::lab::Lab;
+use cnpe_lab::runner::{Outcome, Runner};
+use cnpe_lab::step::{Step, StepKind};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-const HOW_TO_GET_A_CLUSTER: &str = "start one: `bash ci/hermetic/up.sh && export KUBECONFIG=$(bash ci/hermetic/kubeconfig.sh)` \
-(air-gapped, after ci/hermetic/build.sh) or `bash ci/kind/up.sh` (with internet and a container engine)";
 
 struct Shared {
     rt: tokio::runtime::Runtime,
-    lab: Mutex<Option<Lab>>,
-    failed_step: Mutex<Option<String>>,
+    runner: Mutex<Option<Runner>>,
+    /// Why the lab cannot run, and whether that is a failure (required) or an ignore.
+    unavailable: Option<(String, bool)>,
 }
 
-/// Why the lab cannot run here, or the connected fixture.
-fn connect(rt: &tokio::runtime::Runtime) -> Result<Lab, String> {
-    let cfg = Config::from_env().map_err(|e| format!("configuration: {e:#}"))?;
+/// The connected runner, or why the lab cannot run here.
+fn connect(rt: &tokio::runtime::Runtime, cfg: Config) -> Result<Runner, String> {
     rt.block_on(async {
         let lab = Lab::connect(cfg).await.map_err(|e| format!("{e:#}"))?;
-        match tokio::time::timeout(Duration::from_secs(10), lab.cluster.version()).await {
-            Ok(Ok(_)) => Ok(lab),
-            Ok(Err(e)) => Err(format!("API server {} does not answer: {e:#}", lab.cluster.api_url())),
-            Err(_) => Err(format!("API server {} does not answer within 10s", lab.cluster.api_url())),
-        }
+        support::api_answers(&lab.cluster).await?;
+        Ok(Runner::new(lab))
     })
 }
 
 fn main() {
     let mut args = Arguments::from_args();
     args.test_threads = Some(1); // the steps are ordered and share one cluster
-
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let connected = connect(&rt);
-    if let Err(why) = &connected {
-        eprintln!("\n==================== LAB NOT RUN ====================");
-        eprintln!("no usable cluster: {why}");
-        eprintln!("every lab trial is IGNORED (not passed); {HOW_TO_GET_A_CLUSTER}");
-        eprintln!("=====================================================\n");
+    let (prepared, provisioned) = support::prepare(args.list);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let lock_error = matches!(&prepared, Err(e) if e.contains("another cnpe-lab process"));
+    let (connected, _lock) = match prepared {
+        Ok((cfg, lock)) => (connect(&rt, cfg), Some(lock)),
+        Err(e) => (Err(e), None),
+    };
+    let unavailable = connected
+        .as_ref()
+        .err()
+        .map(|why| (why.clone(), support::required() || lock_error));
+    if let Some((why, fail)) = &unavailable {
+        if !args.list {
+            eprintln!("\n==================== LAB NOT RUN ====================");
+            eprintln!("no usable cluster: {why}");
+            if *fail {
+                eprintln!(
+                    "every lab trial FAILS (CNPE_LAB_REQUIRED=1 or a held lock); {}",
+                    support::HOW_TO_GET_A_CLUSTER
+                );
+            } else {
+                eprintln!(
+                    "every lab trial is IGNORED (not passed); {}",
+                    support::HOW_TO_GET_A_CLUSTER
+                );
+            }
+            eprintln!("=====================================================\n");
+        }
     }
-    let unavailable = connected.as_ref().err().cloned();
-    let shared = Arc::new(Shared { rt, lab: Mutex::new(connected.ok()), failed_step: Mutex::new(None) });
+    let shared = Arc::new(Shared {
+        rt,
+        runner: Mutex::new(connected.ok()),
+        unavailable,
+    });
 
-    let mut trials: Vec<Trial> = STEPS
+    let mut trials: Vec<Trial> = Step::ALL
         .iter()
         .map(|step| {
             let shared = shared.clone();
-            let unavailable = unavailable.clone();
-            Trial::ignorable_test(*step, move || run_trial(&shared, step, unavailable.as_deref()))
+            let step = *step;
+            Trial::ignorable_test(step.trial_name(), move || run_trial(&shared, step))
         })
         .collect();
     trials.push({
         let shared = shared.clone();
-        let unavailable = unavailable.clone();
-        Trial::ignorable_test("evidence_snapshots", move || snapshots(&shared, unavailable.as_deref()))
+        Trial::ignorable_test("evidence_snapshots", move || snapshots(&shared))
     });
     let conclusion = libtest_mimic::run(&args, trials);
 
-    if let Some(lab) = shared.lab.lock().unwrap().as_ref() {
-        if !lab.timeline.steps.is_empty() {
-            match lab.write_timeline() {
-                Ok(p) => eprintln!("{}\ntimeline: {}", lab.summary(), p.display()),
-                Err(e) => eprintln!("{}\ntimeline not written: {e:#}", lab.summary()),
+    if let Some(runner) = shared.runner.lock().unwrap().as_ref() {
+        if !runner.lab.timeline.steps.is_empty() {
+            match runner.lab.write_timeline() {
+                Ok(p) => eprintln!("{}\ntimeline: {}", runner.lab.summary(), p.display()),
+                Err(e) => eprintln!("{}\ntimeline not written: {e:#}", runner.lab.summary()),
             }
+            runner.lab.write_reports(&runner.results);
         }
+    }
+    if let Some(p) = provisioned {
+        eprintln!("{}", p.farewell());
     }
     conclusion.exit();
 }
 
-fn run_trial(shared: &Shared, step: &str, unavailable: Option<&str>) -> Result<Completion, Failed> {
-    if let Some(why) = unavailable {
-        let _ = why;
-        return Ok(Completion::ignored_with(format!("no cluster, see LAB NOT RUN above; {HOW_TO_GET_A_CLUSTER}")));
+/// Not runnable here: ignored loudly, or failed when a cluster was required.
+fn unavailable(shared: &Shared) -> Option<Result<Completion, Failed>> {
+    let (why, fail) = shared.unavailable.as_ref()?;
+    Some(if *fail {
+        Err(format!("LAB NOT RUN: {why}").into())
+    } else {
+        Ok(Completion::ignored_with(format!(
+            "no cluster, see LAB NOT RUN above; {}",
+            support::HOW_TO_GET_A_CLUSTER
+        )))
+    })
+}
+
+fn run_trial(shared: &Shared, step: Step) -> Result<Completion, Failed> {
+    if let Some(r) = unavailable(shared) {
+        return r;
     }
-    if let Some(failed) = shared.failed_step.lock().unwrap().clone() {
-        return Err(format!("skipped: {failed} failed").into());
-    }
-    let mut guard = shared.lab.lock().unwrap();
-    let lab = guard.as_mut().expect("connected");
-    match shared.rt.block_on(lab.run_step(step)) {
-        Ok(summary) => {
+    let mut guard = shared.runner.lock().unwrap();
+    let runner = guard.as_mut().expect("connected");
+    let result = shared.rt.block_on(runner.run(step));
+    match &result.outcome {
+        Outcome::Passed(summary) => {
             eprintln!("  {step}: {summary}");
             Ok(Completion::Completed)
         }
-        Err(e) => {
-            // Grading trials are independent checks; a failed lab step stops the later steps.
-            if step.starts_with("step") {
-                *shared.failed_step.lock().unwrap() = Some(step.to_string());
-            }
-            Err(format!("{e:#}").into())
-        }
+        Outcome::Failed(explanation) => Err(explanation.clone().into()),
+        Outcome::Skipped { after } => Err(format!("skipped: {after} failed").into()),
     }
 }
 
 /// The three evidence files, with run-specific values redacted, so any change in what the lab
 /// records is reviewed (snapshots/lab_*.snap).
-fn snapshots(shared: &Shared, unavailable: Option<&str>) -> Result<Completion, Failed> {
-    if let Some(why) = unavailable {
-        let _ = why;
-        return Ok(Completion::ignored_with(format!("no cluster, see LAB NOT RUN above; {HOW_TO_GET_A_CLUSTER}")));
+fn snapshots(shared: &Shared) -> Result<Completion, Failed> {
+    if let Some(r) = unavailable(shared) {
+        return r;
     }
-    if let Some(failed) = shared.failed_step.lock().unwrap().clone() {
-        return Err(format!("skipped: {failed} failed").into());
+    let guard = shared.runner.lock().unwrap();
+    let runner = guard.as_ref().expect("connected");
+    if let Some(failed) = runner
+        .results
+        .iter()
+        .find(|r| r.step.kind() == StepKind::Action && !r.outcome.passed())
+    {
+        return Err(format!("skipped: {} did not pass", failed.step).into());
     }
-    let guard = shared.lab.lock().unwrap();
-    let lab = guard.as_ref().expect("connected");
+    let records = &runner.lab.records;
     let files = [
-        ("lab_baseline_json", lab.records.baseline_json()),
-        ("lab_failed_json", lab.records.failed_json()),
-        ("lab_recovered_json", lab.records.recovered_json()),
+        ("lab_baseline_json", records.baseline_json()),
+        ("lab_failed_json", records.failed_json()),
+        ("lab_recovered_json", records.recovered_json()),
     ];
     for (name, path) in files {
         let value = cnpe_lab::records::read_json(&path)
             .map_err(|e| format!("{e:#}"))?
             .ok_or_else(|| format!("{} missing", path.display()))?;
         let outcome = std::panic::catch_unwind(|| {
-            let mut settings = insta::Settings::clone_current();
-            settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots"));
-            settings.set_prepend_module_to_snapshot(false);
-            settings.set_omit_expression(true);
-            settings.bind(|| {
-                insta::assert_json_snapshot!(name, value, {
-                    ".observed_at" => "[time]",
-                    ".target_revision" => "[sha]",
-                    ".observed_revision" => "[sha]",
-                    ".operation_revision" => "[sha]",
-                    ".generation" => "[generation]",
-                    ".observed_generation" => "[generation]",
-                    ".http_url" => "[url]",
-                    ".conditions[].message" => "[message]",
-                    ".http_body" => insta::dynamic_redaction(|v, _| {
-                        // A 503 from the service proxy carries an API Status: its text varies by
-                        // Kubernetes version; the healthy page is compared exactly.
-                        if v.as_str() == Some("labhub-cnpe-v1") { v } else { "[error body]".into() }
-                    }),
-                    ".http_error" => insta::dynamic_redaction(|v, _| if v.as_str().is_some() { "[error]".into() } else { v }),
-                });
-            });
+            support::evidence_settings(true).bind(|| insta::assert_json_snapshot!(name, value));
         });
         if outcome.is_err() {
-            return Err(format!("evidence snapshot {name} differs (see above; review with cargo insta review)").into());
+            return Err(format!(
+                "evidence snapshot {name} differs (see above; review with cargo insta review)"
+            )
+            .into());
         }
     }
     Ok(Completion::Completed)

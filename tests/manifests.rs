@@ -1,6 +1,8 @@
 //! The files the lab writes, checked field by field against step 1 and 2 of the lab, and
 //! snapshotted so any change to them is reviewed.
 
+mod support;
+
 use cnpe_lab::config::Config;
 use cnpe_lab::manifests::{self, json_diff, READINESS_PATH_POINTER};
 use serde_json::{json, Value};
@@ -16,9 +18,7 @@ fn release() -> Value {
 }
 
 fn snapshot(name: &str, value: &Value) {
-    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
-        insta::assert_json_snapshot!(name, value);
-    });
+    support::snapshot_settings().bind(|| insta::assert_json_snapshot!(name, value));
 }
 
 #[test]
@@ -28,12 +28,18 @@ fn release_json_snapshot() {
 
 #[test]
 fn project_json_snapshot() {
-    snapshot("manifest_project", &serde_json::to_value(manifests::project(&cfg())).unwrap());
+    snapshot(
+        "manifest_project",
+        &serde_json::to_value(manifests::project(&cfg())).unwrap(),
+    );
 }
 
 #[test]
 fn application_json_snapshot() {
-    snapshot("manifest_application", &serde_json::to_value(manifests::application(&cfg(), SHA)).unwrap());
+    snapshot(
+        "manifest_application",
+        &serde_json::to_value(manifests::application(&cfg(), SHA)).unwrap(),
+    );
 }
 
 #[test]
@@ -43,8 +49,14 @@ fn release_is_a_v1_list_of_deployment_and_service_in_cnpe_shop() {
     assert_eq!(r["kind"], "List");
     let items = r["items"].as_array().unwrap();
     assert_eq!(items.len(), 2);
-    assert_eq!((&items[0]["apiVersion"], &items[0]["kind"]), (&json!("apps/v1"), &json!("Deployment")));
-    assert_eq!((&items[1]["apiVersion"], &items[1]["kind"]), (&json!("v1"), &json!("Service")));
+    assert_eq!(
+        (&items[0]["apiVersion"], &items[0]["kind"]),
+        (&json!("apps/v1"), &json!("Deployment"))
+    );
+    assert_eq!(
+        (&items[1]["apiVersion"], &items[1]["kind"]),
+        (&json!("v1"), &json!("Service"))
+    );
     for item in items {
         assert_eq!(item["metadata"]["name"], "web");
         assert_eq!(item["metadata"]["namespace"], "cnpe-shop");
@@ -60,7 +72,10 @@ fn deployment_matches_step_1_field_by_field() {
     assert_eq!(spec["progressDeadlineSeconds"], 20);
     assert_eq!(d["metadata"]["labels"], json!({"app": "web"}));
     assert_eq!(spec["selector"], json!({"matchLabels": {"app": "web"}}));
-    assert_eq!(spec["template"]["metadata"]["labels"], json!({"app": "web"}));
+    assert_eq!(
+        spec["template"]["metadata"]["labels"],
+        json!({"app": "web"})
+    );
     let containers = spec["template"]["spec"]["containers"].as_array().unwrap();
     assert_eq!(containers.len(), 1);
     let c = &containers[0];
@@ -69,14 +84,23 @@ fn deployment_matches_step_1_field_by_field() {
     assert_eq!(c["command"][0], "/bin/sh");
     assert_eq!(c["command"][1], "-c");
     let script = c["command"][2].as_str().unwrap();
-    assert!(script.contains("/usr/share/nginx/html/index.html"), "{script}");
+    assert!(
+        script.contains("/usr/share/nginx/html/index.html"),
+        "{script}"
+    );
     assert!(script.ends_with("exec nginx -g 'daemon off;'"), "{script}");
     assert_eq!(
         c["readinessProbe"],
         json!({"httpGet": {"path": "/", "port": 80}, "periodSeconds": 2, "failureThreshold": 1})
     );
-    assert_eq!(c["resources"]["requests"], json!({"cpu": "25m", "memory": "32Mi"}));
-    assert_eq!(c["resources"]["limits"], json!({"cpu": "200m", "memory": "128Mi"}));
+    assert_eq!(
+        c["resources"]["requests"],
+        json!({"cpu": "25m", "memory": "32Mi"})
+    );
+    assert_eq!(
+        c["resources"]["limits"],
+        json!({"cpu": "200m", "memory": "128Mi"})
+    );
 }
 
 #[test]
@@ -85,14 +109,23 @@ fn service_matches_step_1() {
     assert_eq!(s["selector"], json!({"app": "web"}));
     let ports = s["ports"].as_array().unwrap();
     assert_eq!(ports.len(), 1);
-    assert_eq!((&ports[0]["port"], &ports[0]["targetPort"]), (&json!(80), &json!(80)));
+    assert_eq!(
+        (&ports[0]["port"], &ports[0]["targetPort"]),
+        (&json!(80), &json!(80))
+    );
 }
 
 #[test]
 fn bad_release_differs_only_in_the_readiness_path() {
     let bad = serde_json::to_value(manifests::bad_release(&cfg())).unwrap();
-    assert_eq!(json_diff(&release(), &bad), vec![READINESS_PATH_POINTER.to_string()]);
-    assert_eq!(bad.pointer(READINESS_PATH_POINTER), Some(&json!("/not-ready")));
+    assert_eq!(
+        json_diff(&release(), &bad),
+        vec![READINESS_PATH_POINTER.to_string()]
+    );
+    assert_eq!(
+        bad.pointer(READINESS_PATH_POINTER),
+        Some(&json!("/not-ready"))
+    );
 }
 
 #[test]
@@ -106,11 +139,23 @@ fn json_diff_sees_every_kind_of_change() {
 #[test]
 fn project_is_least_privilege() {
     let p = serde_json::to_value(manifests::project(&cfg())).unwrap();
-    assert_eq!((&p["apiVersion"], &p["kind"]), (&json!("argoproj.io/v1alpha1"), &json!("AppProject")));
-    assert_eq!((&p["metadata"]["name"], &p["metadata"]["namespace"]), (&json!("cnpe-delivery"), &json!("argocd")));
+    assert_eq!(
+        (&p["apiVersion"], &p["kind"]),
+        (&json!("argoproj.io/v1alpha1"), &json!("AppProject"))
+    );
+    assert_eq!(
+        (&p["metadata"]["name"], &p["metadata"]["namespace"]),
+        (&json!("cnpe-delivery"), &json!("argocd"))
+    );
     let s = &p["spec"];
-    assert_eq!(s["sourceRepos"], json!(["git://gitd.gitsrv.svc.cluster.local:9418/app.git"]));
-    assert_eq!(s["destinations"], json!([{"server": "https://kubernetes.default.svc", "namespace": "cnpe-shop"}]));
+    assert_eq!(
+        s["sourceRepos"],
+        json!(["git://gitd.gitsrv.svc.cluster.local:9418/app.git"])
+    );
+    assert_eq!(
+        s["destinations"],
+        json!([{"server": "https://kubernetes.default.svc", "namespace": "cnpe-shop"}])
+    );
     assert_eq!(
         s["namespaceResourceWhitelist"],
         json!([{"group": "apps", "kind": "Deployment"}, {"group": "", "kind": "Service"}])
@@ -122,15 +167,24 @@ fn project_is_least_privilege() {
 #[test]
 fn application_is_pinned_to_the_full_sha_with_automated_prune_and_self_heal() {
     let a = serde_json::to_value(manifests::application(&cfg(), SHA)).unwrap();
-    assert_eq!((&a["metadata"]["name"], &a["metadata"]["namespace"]), (&json!("cnpe-shop"), &json!("argocd")));
+    assert_eq!(
+        (&a["metadata"]["name"], &a["metadata"]["namespace"]),
+        (&json!("cnpe-shop"), &json!("argocd"))
+    );
     let s = &a["spec"];
     assert_eq!(s["project"], "cnpe-delivery");
     assert_eq!(
         s["source"],
         json!({"repoURL": "git://gitd.gitsrv.svc.cluster.local:9418/app.git", "path": "app", "targetRevision": SHA})
     );
-    assert_eq!(s["destination"], json!({"server": "https://kubernetes.default.svc", "namespace": "cnpe-shop"}));
-    assert_eq!(s["syncPolicy"], json!({"automated": {"prune": true, "selfHeal": true}}));
+    assert_eq!(
+        s["destination"],
+        json!({"server": "https://kubernetes.default.svc", "namespace": "cnpe-shop"})
+    );
+    assert_eq!(
+        s["syncPolicy"],
+        json!({"automated": {"prune": true, "selfHeal": true}})
+    );
     assert!(a.get("status").is_none());
 }
 
@@ -146,16 +200,39 @@ fn start_script_writes_the_body_without_newline_then_execs_nginx() {
         std::fs::create_dir(&bin).unwrap();
         let args_file = dir.path().join("nginx-args");
         let stub = bin.join("nginx");
-        std::fs::write(&stub, format!("#!/bin/sh\nprintf '%s|' \"$@\" > '{}'\n", args_file.display())).unwrap();
+        std::fs::write(
+            &stub,
+            format!(
+                "#!/bin/sh\nprintf '%s|' \"$@\" > '{}'\n",
+                args_file.display()
+            ),
+        )
+        .unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
 
         let script = manifests::start_script(body, html.to_str().unwrap());
-        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
-        let status = std::process::Command::new("/bin/sh").arg("-c").arg(&script).env("PATH", path).status().unwrap();
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let status = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(&script)
+            .env("PATH", path)
+            .status()
+            .unwrap();
         assert!(status.success());
-        assert_eq!(std::fs::read(html.join("index.html")).unwrap(), body.as_bytes(), "{script}");
-        assert_eq!(std::fs::read_to_string(&args_file).unwrap(), "-g|daemon off;|");
+        assert_eq!(
+            std::fs::read(html.join("index.html")).unwrap(),
+            body.as_bytes(),
+            "{script}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&args_file).unwrap(),
+            "-g|daemon off;|"
+        );
     }
 }
 
@@ -167,11 +244,23 @@ fn render_command_writes_the_three_files() {
         .arg(dir.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let read = |n: &str| serde_json::from_slice::<Value>(&std::fs::read(dir.path().join(n)).unwrap()).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read = |n: &str| {
+        serde_json::from_slice::<Value>(&std::fs::read(dir.path().join(n)).unwrap()).unwrap()
+    };
     assert_eq!(read("release.json"), release());
-    assert_eq!(read("project.json"), serde_json::to_value(manifests::project(&cfg())).unwrap());
-    assert_eq!(read("application.json"), serde_json::to_value(manifests::application(&cfg(), SHA)).unwrap());
+    assert_eq!(
+        read("project.json"),
+        serde_json::to_value(manifests::project(&cfg())).unwrap()
+    );
+    assert_eq!(
+        read("application.json"),
+        serde_json::to_value(manifests::application(&cfg(), SHA)).unwrap()
+    );
     let bad = std::process::Command::new(env!("CARGO_BIN_EXE_cnpe-lab"))
         .args(["render", "--sha", "HEAD", "--out"])
         .arg(dir.path())

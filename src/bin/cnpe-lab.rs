@@ -1,28 +1,39 @@
 //! `cnpe-lab`: the lab's observation tool and runner.
 //!
 //!   cnpe-lab observe                      evidence JSON of the live state, once
-//!   cnpe-lab wait healthy|failed FULL_SHA poll until it holds (deadline CNPE_WAIT_SECONDS, 45 s)
+//!   cnpe-lab wait healthy|failed FULL_SHA watch until it holds (deadline CNPE_WAIT_SECONDS, 45 s)
 //!   cnpe-lab render --sha SHA --out DIR   write release.json, project.json, application.json
 //!   cnpe-lab run                          perform the whole lab, then grade it
 //!   cnpe-lab verify                       only the grader's checks
+//!   cnpe-lab report                       render report.svg again from the records
+//!   cnpe-lab steps                        list the steps and checks
 //!   cnpe-lab reset --yes                  delete the lab's Application, namespace and directories
 //!
-//! JSON goes to stdout, diagnostics to stderr. Exit 0 success, 1 failure, 2 usage error.
+//! JSON goes to stdout, diagnostics to stderr. Exit 0 success, 1 failure, 2 usage error or
+//! another cnpe-lab process holding the evidence directory.
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use cnpe_lab::cluster::Cluster;
 use cnpe_lab::config::Config;
-use cnpe_lab::lab::{Lab, STEPS};
+use cnpe_lab::lab::Lab;
+use cnpe_lab::live::LiveWatch;
 use cnpe_lab::manifests::{self, to_file_bytes};
-use cnpe_lab::observer::{wait_for, WaitError};
+use cnpe_lab::observer::{wait_for, Progress, WaitError, WaitSpec};
+use cnpe_lab::probe::Probe;
+use cnpe_lab::runner::{self, Mode, Runner};
+use cnpe_lab::step::Step;
 use cnpe_lab::wait::Target;
-use cnpe_lab::{gate, records};
+use cnpe_lab::{evidence, provision, records, sha};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "cnpe-lab", about = "Synced is not serving: the GitOps lab on a real cluster", version)]
+#[command(
+    name = "cnpe-lab",
+    about = "Synced is not serving: the GitOps lab on a real cluster",
+    version
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -32,7 +43,7 @@ struct Cli {
 enum Command {
     /// Print the evidence JSON of the live state (one read).
     Observe,
-    /// Poll until the state holds for FULL_SHA, then print its evidence JSON.
+    /// Watch until the state holds for FULL_SHA, then print its evidence JSON.
     Wait {
         state: WaitState,
         /// Full 40-hex lowercase commit SHA.
@@ -45,10 +56,15 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Perform steps 1-8 (resuming from records) and grade the result.
+    /// Perform steps 1-8 (resuming from records) and grade the result. CNPE_CLUSTER=hermetic
+    /// or kind starts that cluster first.
     Run,
     /// Only the grader's checks on what is recorded and live.
     Verify,
+    /// Render report.svg (and nothing else) from the records in CNPE_EVIDENCE_DIR.
+    Report,
+    /// List the lab's steps and grading checks.
+    Steps,
     /// Delete the lab's Application, AppProject, namespace, evidence, working copy and bare repo.
     Reset {
         /// Required: this deletes the lab's records and Git history.
@@ -74,18 +90,49 @@ fn main() -> ExitCode {
         Err(e) => return usage(format!("{e:#}")),
     };
     if let Command::Wait { sha, .. } | Command::Render { sha, .. } = &cli.command {
-        if !gate::is_full_sha(sha) {
+        if !sha::is_full_sha(sha) {
             return usage(format!("{sha:?} is not a full 40-hex lowercase SHA"));
         }
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
-    match rt.block_on(run(cli.command, cfg)) {
+    // Commands that change lab state hold the evidence directory's lock for their lifetime.
+    let _lock = match &cli.command {
+        Command::Run | Command::Reset { yes: true } => {
+            match cnpe_lab::lock::acquire(&cfg.evidence_dir) {
+                Ok(l) => Some(l),
+                Err(e) => return usage(format!("{e}")),
+            }
+        }
+        _ => None,
+    };
+    // CNPE_CLUSTER=hermetic|kind: start that cluster first (before any thread exists).
+    let provisioned = match &cli.command {
+        Command::Run => match provision::ClusterChoice::from_env()
+            .and_then(|c| provision::provision(c, &cfg.bare_repo))
+        {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("cnpe-lab: {e:#}");
+                return ExitCode::from(1);
+            }
+        },
+        _ => None,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let code = match rt.block_on(run(cli.command, cfg)) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("cnpe-lab: {e:#}");
             ExitCode::from(1)
         }
+    };
+    if let Some(p) = provisioned {
+        eprintln!("{}", p.farewell());
     }
+    code
 }
 
 fn print_json(v: &serde_json::Value) {
@@ -94,20 +141,50 @@ fn print_json(v: &serde_json::Value) {
 
 async fn run(command: Command, cfg: Config) -> Result<ExitCode> {
     match command {
+        Command::Steps => {
+            for s in Step::ALL {
+                println!(
+                    "{:<34} {:<7} {}",
+                    s.trial_name(),
+                    format!("{:?}", s.kind()).to_lowercase(),
+                    s.doc()
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Render { sha, out } => {
             for (name, bytes) in [
-                ("release.json", to_file_bytes(&manifests::baseline_release(&cfg))),
+                (
+                    "release.json",
+                    to_file_bytes(&manifests::baseline_release(&cfg)),
+                ),
                 ("project.json", to_file_bytes(&manifests::project(&cfg))),
-                ("application.json", to_file_bytes(&manifests::application(&cfg, &sha))),
+                (
+                    "application.json",
+                    to_file_bytes(&manifests::application(&cfg, &sha)),
+                ),
             ] {
                 records::write_once(&out.join(name), &bytes)?;
                 eprintln!("wrote {}", out.join(name).display());
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Report => {
+            let path = cnpe_lab::report::write_report(&cfg.evidence_dir)?;
+            eprintln!("wrote {}", path.display());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Observe => {
             let cluster = Cluster::connect(&cfg).await?;
-            print_json(&cluster.observe().await?.to_value());
+            let state = cluster.live_state().await?;
+            let http = Probe::for_cluster(&cluster)?.get().await;
+            let ev = evidence::derive(
+                &evidence::Subject::from_config(&cfg),
+                &state,
+                &http,
+                chrono::Utc::now(),
+            );
+            print_json(&ev.to_value());
             Ok(ExitCode::SUCCESS)
         }
         Command::Wait { state, sha } => {
@@ -116,7 +193,17 @@ async fn run(command: Command, cfg: Config) -> Result<ExitCode> {
                 WaitState::Healthy => Target::Healthy,
                 WaitState::Failed => Target::Failed,
             };
-            match wait_for(&cluster, target, &sha, &cfg.body, cfg.wait_deadline, cfg.poll_interval, true).await {
+            let mut live = LiveWatch::start(&cluster);
+            let probe = Probe::for_cluster(&cluster)?;
+            let spec = WaitSpec {
+                target,
+                sha: &sha,
+                body: &cfg.body,
+                deadline: cfg.wait_deadline,
+                probe_interval: cfg.poll_interval,
+                progress: Progress::for_stderr(),
+            };
+            match wait_for(&cluster, &mut live, &probe, &spec, &mut |_| {}).await {
                 Ok(w) => {
                     print_json(&w.evidence.to_value());
                     Ok(ExitCode::SUCCESS)
@@ -128,59 +215,80 @@ async fn run(command: Command, cfg: Config) -> Result<ExitCode> {
             }
         }
         Command::Run | Command::Verify => {
-            let verify_only = matches!(command, Command::Verify);
-            let mut lab = Lab::connect(cfg).await?;
-            let mut failed: Option<&str> = None;
-            let mut results = Vec::new();
-            for step in STEPS {
-                let grading = step.starts_with("grade");
-                if verify_only && !grading {
-                    continue;
-                }
-                if let (Some(f), false) = (failed, grading) {
-                    eprintln!("SKIP {step}: {f} failed");
-                    results.push(false);
-                    continue;
-                }
-                match lab.run_step(step).await {
-                    Ok(s) => {
-                        eprintln!("ok   {step}: {s}");
-                        results.push(true);
-                    }
-                    Err(e) => {
-                        eprintln!("FAIL {step}: {e:#}");
-                        results.push(false);
-                        if !grading {
-                            failed = Some(step);
-                        }
-                    }
-                }
+            let mode = if matches!(command, Command::Verify) {
+                Mode::Verify
+            } else {
+                Mode::Run
+            };
+            let mut runner = Runner::new(Lab::connect(cfg).await?);
+            runner
+                .run_all(mode, |r| eprintln!("{}", runner::render(r)))
+                .await;
+            if mode == Mode::Run {
+                let p = runner
+                    .lab
+                    .write_timeline()
+                    .context("writing the timeline")?;
+                eprintln!("{}\ntimeline: {}", runner.lab.summary(), p.display());
+                runner.lab.write_reports(&runner.results);
             }
-            if !verify_only {
-                let p = lab.write_timeline().context("writing the timeline")?;
-                eprintln!("{}\ntimeline: {}", lab.summary(), p.display());
-            }
-            let passed = results.iter().filter(|r| **r).count();
-            eprintln!("{passed} passed, {} failed", results.len() - passed);
-            Ok(if passed == results.len() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            let (passed, total) = (runner.passed(), runner.results.len());
+            eprintln!("{passed} passed, {} failed", total - passed);
+            Ok(if passed == total {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Command::Reset { yes } => {
             if !yes {
-                eprintln!("cnpe-lab: reset deletes the Application {}, AppProject {}, namespace {}, {}, {} and {}; pass --yes",
-                    cfg.application, cfg.project, cfg.namespace, cfg.evidence_dir.display(), cfg.gitops_dir.display(), cfg.bare_repo.display());
+                eprintln!(
+                    "cnpe-lab: reset deletes the Application {}, AppProject {}, namespace {}, {}, {} and {}; pass --yes",
+                    cfg.application,
+                    cfg.project,
+                    cfg.namespace,
+                    cfg.evidence_dir.display(),
+                    cfg.gitops_dir.display(),
+                    cfg.bare_repo.display()
+                );
                 return Ok(ExitCode::from(2));
             }
             let cluster = Cluster::connect(&cfg).await?;
-            cluster.delete_lab_objects(std::time::Duration::from_secs(120)).await?;
-            for dir in [&cfg.evidence_dir, &cfg.gitops_dir, &cfg.bare_repo] {
-                match std::fs::remove_dir_all(dir) {
-                    Ok(()) => eprintln!("removed {}", dir.display()),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(e).with_context(|| format!("removing {}", dir.display())),
+            cluster
+                .delete_lab_objects(std::time::Duration::from_secs(120))
+                .await?;
+            for dir in [&cfg.gitops_dir, &cfg.bare_repo] {
+                remove_dir(dir)?;
+            }
+            // The lock file stays (we hold it); everything else in the evidence directory goes.
+            if let Ok(entries) = std::fs::read_dir(&cfg.evidence_dir) {
+                for entry in entries.flatten() {
+                    let path = entry.path();
+                    if path.file_name() == Some(std::ffi::OsStr::new(cnpe_lab::lock::LOCK_FILE)) {
+                        continue;
+                    }
+                    if path.is_dir() {
+                        remove_dir(&path)?;
+                    } else {
+                        std::fs::remove_file(&path)
+                            .with_context(|| format!("removing {}", path.display()))?;
+                    }
                 }
+                eprintln!("emptied {}", cfg.evidence_dir.display());
             }
             eprintln!("reset done: the next run starts from step 1");
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+fn remove_dir(dir: &std::path::Path) -> Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => {
+            eprintln!("removed {}", dir.display());
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("removing {}", dir.display())),
     }
 }

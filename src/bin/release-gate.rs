@@ -5,12 +5,15 @@
 use clap::Parser;
 use cnpe_lab::{gate, records};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::Duration;
-use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "release-gate", about = "Approve a release only if it is really serving the expected revision")]
+#[command(
+    name = "release-gate",
+    about = "Approve a release only if it is really serving the expected revision"
+)]
 struct Args {
     /// Print the verdict as JSON on stdout.
     #[arg(long)]
@@ -35,7 +38,9 @@ fn read_with_deadline(path: &Path) -> anyhow::Result<Vec<u8>> {
     });
     match rx.recv_timeout(READ_DEADLINE) {
         Ok(result) => result,
-        Err(_) => anyhow::bail!("no data within {READ_DEADLINE:?} (a pipe or FIFO with no writer?)"),
+        Err(_) => {
+            anyhow::bail!("no data within {READ_DEADLINE:?} (a pipe or FIFO with no writer?)")
+        }
     }
 }
 
@@ -44,16 +49,26 @@ fn main() -> ExitCode {
     let bytes = match read_with_deadline(&args.state_json) {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("release-gate: cannot read {}: {e:#}", args.state_json.display());
+            eprintln!(
+                "release-gate: cannot read {}: {e:#}",
+                args.state_json.display()
+            );
             return ExitCode::from(2);
         }
     };
     let verdict = gate::evaluate_bytes(&bytes, &args.expected_sha, &args.expected_body);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&verdict).expect("verdict serializes"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&verdict).expect("verdict serializes")
+        );
     }
     if verdict.approved {
-        eprintln!("release-gate: APPROVED {} ({})", args.expected_sha, args.state_json.display());
+        eprintln!(
+            "release-gate: APPROVED {} ({})",
+            args.expected_sha,
+            args.state_json.display()
+        );
         ExitCode::SUCCESS
     } else {
         for line in verdict.report_lines() {

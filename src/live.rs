@@ -1,0 +1,163 @@
+//! Live state from watches (kube-runtime reflectors) on the Application, the Deployment and the
+//! workload's EndpointSlices. One `LiveWatch` is shared by every wait of a run: it costs one
+//! list and one watch request per object kind (plus a re-watch when the server ends a watch),
+//! instead of three GETs per poll, and it wakes a waiter the moment an event arrives.
+
+use crate::argo::Application;
+use crate::cluster::Cluster;
+use crate::evidence::LiveState;
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{watcher, WatchStreamExt};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// The newest watch error, kept so a wait that times out can name it.
+#[derive(Debug, Clone)]
+pub struct WatchError {
+    pub kind: &'static str,
+    pub at: Instant,
+    pub message: String,
+}
+
+pub struct LiveWatch {
+    application: Store<Application>,
+    deployment: Store<Deployment>,
+    slices: Store<EndpointSlice>,
+    changes: watch::Receiver<u64>,
+    last_error: Arc<Mutex<Option<WatchError>>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for LiveWatch {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+fn spawn_reflector<K>(
+    kind: &'static str,
+    api: kube::Api<K>,
+    cfg: watcher::Config,
+    notify: watch::Sender<u64>,
+    last_error: Arc<Mutex<Option<WatchError>>>,
+) -> (Store<K>, JoinHandle<()>)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store();
+    // Backoff: a transient API error (API server restart, network blip) is retried until the
+    // waiter's own deadline; the waiter reports the last error if it never recovers.
+    let stream = reflector::reflector(writer, watcher(api, cfg).default_backoff());
+    let task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(_) => {}
+                Err(e) => {
+                    *last_error.lock().unwrap() = Some(WatchError {
+                        kind,
+                        at: Instant::now(),
+                        message: format!("{e}"),
+                    });
+                }
+            }
+            notify.send_modify(|n| *n += 1);
+        }
+    });
+    (reader, task)
+}
+
+impl LiveWatch {
+    /// Starts the three watches. They fill their stores in the background; [`Self::ready`]
+    /// waits for the first complete listing.
+    pub fn start(cluster: &Cluster) -> Self {
+        let cfg = cluster.config();
+        let (tx, rx) = watch::channel(0u64);
+        let last_error = Arc::new(Mutex::new(None));
+        let by_name =
+            |name: &str| watcher::Config::default().fields(&format!("metadata.name={name}"));
+        let (application, t1) = spawn_reflector(
+            "Application",
+            cluster.applications(),
+            by_name(&cfg.application),
+            tx.clone(),
+            last_error.clone(),
+        );
+        let (deployment, t2) = spawn_reflector(
+            "Deployment",
+            cluster.deployments(),
+            by_name(&cfg.workload),
+            tx.clone(),
+            last_error.clone(),
+        );
+        let (slices, t3) = spawn_reflector(
+            "EndpointSlice",
+            cluster.endpoint_slices_api(),
+            watcher::Config::default().labels(&cluster.slice_selector()),
+            tx,
+            last_error.clone(),
+        );
+        LiveWatch {
+            application,
+            deployment,
+            slices,
+            changes: rx,
+            last_error,
+            tasks: vec![t1, t2, t3],
+        }
+    }
+
+    /// Waits until every watch has listed once, or `deadline` passes (then names the watches
+    /// that have not and the last error).
+    pub async fn ready(&self, deadline: Duration) -> anyhow::Result<()> {
+        let all = async {
+            let _ = self.application.wait_until_ready().await;
+            let _ = self.deployment.wait_until_ready().await;
+            let _ = self.slices.wait_until_ready().await;
+        };
+        if tokio::time::timeout(deadline, all).await.is_ok() {
+            return Ok(());
+        }
+        anyhow::bail!(
+            "the watches did not list within {deadline:?}{}",
+            self.last_error()
+                .map(|e| format!("; last error ({}): {}", e.kind, e.message))
+                .unwrap_or_default()
+        )
+    }
+
+    /// The objects as the watches last saw them.
+    pub fn snapshot(&self) -> LiveState {
+        LiveState {
+            application: self.application.state().first().map(|a| (**a).clone()),
+            deployment: self.deployment.state().first().map(|d| (**d).clone()),
+            slices: self.slices.state().iter().map(|s| (**s).clone()).collect(),
+        }
+    }
+
+    /// Resolves at the next watch event (or error), or after `timeout`. True if something
+    /// changed.
+    pub async fn changed(&mut self, timeout: Duration) -> bool {
+        matches!(
+            tokio::time::timeout(timeout, self.changes.changed()).await,
+            Ok(Ok(()))
+        )
+    }
+
+    pub fn last_error(&self) -> Option<WatchError> {
+        self.last_error.lock().unwrap().clone()
+    }
+}

@@ -1,0 +1,753 @@
+//! `cargo test --test traps`: false-approval traps on the real cluster, after the lab. Each trap
+//! puts the cluster into a state where a common check approves a release that does not serve
+//! (or is not what was asked for), runs the usual checks side by side, and proves that our gate
+//! rejects it and our wait says what is really going on. Verdicts and latencies go to
+//! `$CNPE_EVIDENCE_DIR/traps.json`. The traps leave the Application at the recovered SHA,
+//! serving. Same loud-ignore and CNPE_LAB_REQUIRED rules as the lab.
+
+mod support;
+
+use cnpe_lab::cluster::Cluster;
+use cnpe_lab::config::Config;
+use cnpe_lab::evidence::{self, Evidence, Subject};
+use cnpe_lab::git::{parse_sha, GitOps};
+use cnpe_lab::live::LiveWatch;
+use cnpe_lab::manifests::{self, to_file_bytes, RELEASE_PATH};
+use cnpe_lab::observer::{wait_for, Progress, WaitError, WaitSpec};
+use cnpe_lab::probe::Probe;
+use cnpe_lab::records::{self, RecordPaths};
+use cnpe_lab::wait::Target;
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The checks run side by side in every trap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Peer {
+    /// `kubectl rollout status deploy/web`
+    KubectlRolloutStatus,
+    /// The Application's sync/health read at once: approve on Synced + Healthy.
+    SyncedHealthyRead,
+    /// `argocd app wait --core --sync --health` (where Argo CD runs as pods).
+    ArgocdAppWait,
+    /// One HTTP GET: approve on 200 with the expected body.
+    HttpBodyCheck,
+    /// Our gate on one live observation.
+    CnpeGate,
+    /// Our `wait healthy` on the expected SHA, to its deadline.
+    CnpeWait,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Verdict {
+    Approved,
+    Rejected,
+    NotRun,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct PeerResult {
+    peer: Peer,
+    verdict: Verdict,
+    seconds: f64,
+    detail: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct TrapRecord {
+    trap: &'static str,
+    release: String,
+    /// Whether the release really serves the expected revision and body.
+    serves_expected: bool,
+    peers: Vec<PeerResult>,
+}
+
+struct Fixture {
+    cfg: Config,
+    cluster: Cluster,
+    probe: Probe,
+    live: LiveWatch,
+    records: RecordPaths,
+    recovered: String,
+    bad: String,
+    results: Vec<TrapRecord>,
+}
+
+fn find_tool(name: &str, env: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(env) {
+        return Some(p.into());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/var/cache/cnpe-hermetic/bin")])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+async fn run_tool(program: &PathBuf, args: &[&str], timeout: Duration) -> (Option<i32>, String) {
+    let child = tokio::process::Command::new(program)
+        .args(args)
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(timeout, child).await {
+        Ok(Ok(out)) => {
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            (
+                out.status.code(),
+                text.lines().last().unwrap_or("").trim().to_string(),
+            )
+        }
+        Ok(Err(e)) => (None, format!("could not run: {e}")),
+        Err(_) => (None, format!("no answer within {timeout:?}")),
+    }
+}
+
+impl Fixture {
+    fn subject(&self) -> Subject {
+        Subject::from_config(&self.cfg)
+    }
+
+    async fn observe(&self) -> Evidence {
+        let state = self.live.snapshot();
+        let http = self.probe.get().await;
+        evidence::derive(&self.subject(), &state, &http, chrono::Utc::now())
+    }
+
+    async fn argo_runs_as_pods(&self) -> bool {
+        let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+            kube::Api::namespaced(self.cluster.client(), &self.cfg.argocd_namespace);
+        let lp =
+            kube::api::ListParams::default().labels("app.kubernetes.io/name=argocd-repo-server");
+        pods.list(&lp)
+            .await
+            .map(|l| !l.items.is_empty())
+            .unwrap_or(false)
+    }
+
+    /// Runs every peer at once, right after a change, each timed from `changed`.
+    async fn peers(
+        &mut self,
+        changed: Instant,
+        sha: &str,
+    ) -> (Vec<PeerResult>, Result<Evidence, WaitError>) {
+        let deadline = self.cfg.wait_deadline;
+        let secs = move || changed.elapsed().as_secs_f64();
+        let ns = self.cfg.namespace.clone();
+        let workload = format!("deploy/{}", self.cfg.workload);
+        let kubectl = find_tool("kubectl", "CNPE_KUBECTL");
+        let rollout = async {
+            let Some(k) = kubectl else {
+                return PeerResult {
+                    peer: Peer::KubectlRolloutStatus,
+                    verdict: Verdict::NotRun,
+                    seconds: 0.0,
+                    detail: "kubectl not found".into(),
+                };
+            };
+            let t = format!("--timeout={}s", deadline.as_secs());
+            let (code, detail) = run_tool(
+                &k,
+                &["-n", &ns, "rollout", "status", &workload, &t],
+                deadline + Duration::from_secs(5),
+            )
+            .await;
+            let verdict = if code == Some(0) {
+                Verdict::Approved
+            } else {
+                Verdict::Rejected
+            };
+            PeerResult {
+                peer: Peer::KubectlRolloutStatus,
+                verdict,
+                seconds: secs(),
+                detail,
+            }
+        };
+        let read = async {
+            let ev = self.observe().await;
+            let ok =
+                ev.sync.as_deref() == Some("Synced") && ev.health.as_deref() == Some("Healthy");
+            let http_ok = ev.http_code == Some(200)
+                && ev.http_body.as_deref() == Some(self.cfg.body.as_str());
+            let gate = cnpe_lab::gate::evaluate_value(&ev.to_value(), sha, &self.cfg.body);
+            let t = secs();
+            vec![
+                PeerResult {
+                    peer: Peer::SyncedHealthyRead,
+                    verdict: if ok {
+                        Verdict::Approved
+                    } else {
+                        Verdict::Rejected
+                    },
+                    seconds: t,
+                    detail: format!(
+                        "{}/{}",
+                        ev.sync.as_deref().unwrap_or("-"),
+                        ev.health.as_deref().unwrap_or("-")
+                    ),
+                },
+                PeerResult {
+                    peer: Peer::HttpBodyCheck,
+                    verdict: if http_ok {
+                        Verdict::Approved
+                    } else {
+                        Verdict::Rejected
+                    },
+                    seconds: t,
+                    detail: format!(
+                        "HTTP {:?} {:?}",
+                        ev.http_code,
+                        ev.http_body.as_deref().unwrap_or("")
+                    ),
+                },
+                PeerResult {
+                    peer: Peer::CnpeGate,
+                    verdict: if gate.approved {
+                        Verdict::Approved
+                    } else {
+                        Verdict::Rejected
+                    },
+                    seconds: t,
+                    detail: gate.report_lines().join("; "),
+                },
+            ]
+        };
+        let pods = self.argo_runs_as_pods().await;
+        let argocd = find_tool("argocd", "CNPE_ARGOCD");
+        let app = self.cfg.application.clone();
+        let argo_ns = self.cfg.argocd_namespace.clone();
+        let argo_wait = async {
+            match (pods, argocd) {
+                (false, _) => PeerResult {
+                    peer: Peer::ArgocdAppWait,
+                    verdict: Verdict::NotRun,
+                    seconds: 0.0,
+                    detail: "Argo CD does not run as pods here (--core needs its repo-server pod)"
+                        .into(),
+                },
+                (true, None) => PeerResult {
+                    peer: Peer::ArgocdAppWait,
+                    verdict: Verdict::NotRun,
+                    seconds: 0.0,
+                    detail: "argocd CLI not found".into(),
+                },
+                (true, Some(a)) => {
+                    let t = deadline.as_secs().to_string();
+                    let target = format!("{argo_ns}/{app}");
+                    let (code, detail) = run_tool(
+                        &a,
+                        &[
+                            "app",
+                            "wait",
+                            &target,
+                            "--core",
+                            "--sync",
+                            "--health",
+                            "--timeout",
+                            &t,
+                        ],
+                        deadline + Duration::from_secs(5),
+                    )
+                    .await;
+                    let verdict = if code == Some(0) {
+                        Verdict::Approved
+                    } else {
+                        Verdict::Rejected
+                    };
+                    PeerResult {
+                        peer: Peer::ArgocdAppWait,
+                        verdict,
+                        seconds: secs(),
+                        detail,
+                    }
+                }
+            }
+        };
+        let (rollout, reads, argo) = tokio::join!(rollout, read, argo_wait);
+        // Our wait runs last on the shared watches (it needs &mut), from the same change.
+        let spec = WaitSpec {
+            target: Target::Healthy,
+            sha,
+            body: &self.cfg.body.clone(),
+            deadline: deadline
+                .saturating_sub(changed.elapsed())
+                .max(Duration::from_secs(5)),
+            probe_interval: self.cfg.poll_interval,
+            progress: Progress::Quiet,
+        };
+        let waited = wait_for(
+            &self.cluster,
+            &mut self.live,
+            &self.probe,
+            &spec,
+            &mut |_| {},
+        )
+        .await;
+        let ours = PeerResult {
+            peer: Peer::CnpeWait,
+            verdict: if waited.is_ok() {
+                Verdict::Approved
+            } else {
+                Verdict::Rejected
+            },
+            seconds: secs(),
+            detail: match &waited {
+                Ok(_) => "reached".into(),
+                Err(e) => e
+                    .to_string()
+                    .lines()
+                    .take(12)
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+            },
+        };
+        let mut all = vec![rollout];
+        all.extend(reads);
+        all.push(argo);
+        all.push(ours);
+        (all, waited.map(|w| w.evidence))
+    }
+
+    async fn point_at(&self, revision: &str) -> Result<Instant, String> {
+        self.cluster
+            .set_target_revision(revision)
+            .await
+            .map_err(|e| format!("{e:#}"))?;
+        Ok(Instant::now())
+    }
+
+    /// Back to the recorded recovery, serving: every trap ends here.
+    async fn restore(&mut self) -> Result<(), String> {
+        self.point_at(&self.recovered.clone()).await?;
+        let spec = WaitSpec {
+            target: Target::Healthy,
+            sha: &self.recovered.clone(),
+            body: &self.cfg.body.clone(),
+            deadline: self.cfg.wait_deadline * 2,
+            probe_interval: self.cfg.poll_interval,
+            progress: Progress::Quiet,
+        };
+        wait_for(
+            &self.cluster,
+            &mut self.live,
+            &self.probe,
+            &spec,
+            &mut |_| {},
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("restoring the recovered release failed: {e}"))
+    }
+
+    /// Commits `release` on the working copy (history only grows) and pushes it.
+    fn commit(&self, release: &serde_json::Value, message: &str) -> Result<String, String> {
+        let git = GitOps::prepare(&self.cfg).map_err(|e| format!("{e:#}"))?;
+        let oid = git
+            .commit_file(RELEASE_PATH, &to_file_bytes(release), message)
+            .map_err(|e| format!("{e:#}"))?;
+        git.push().map_err(|e| format!("{e:#}"))?;
+        Ok(oid.to_string())
+    }
+
+    /// Reverts `sha` through Git (a new commit) and pushes.
+    fn revert(&self, sha: &str) -> Result<String, String> {
+        let git = GitOps::prepare(&self.cfg).map_err(|e| format!("{e:#}"))?;
+        let oid = git
+            .revert(parse_sha(sha).map_err(|e| format!("{e:#}"))?)
+            .map_err(|e| format!("{e:#}"))?;
+        git.push().map_err(|e| format!("{e:#}"))?;
+        Ok(oid.to_string())
+    }
+}
+
+fn verdict_of(peers: &[PeerResult], p: Peer) -> &PeerResult {
+    peers
+        .iter()
+        .find(|r| r.peer == p)
+        .expect("every peer reports")
+}
+
+/// Both of ours must reject: the point of every trap.
+fn ours_reject(peers: &[PeerResult]) -> Result<(), String> {
+    for p in [Peer::CnpeGate, Peer::CnpeWait] {
+        let r = verdict_of(peers, p);
+        if r.verdict != Verdict::Rejected {
+            return Err(format!("FALSE APPROVAL by {p:?}: {}", r.detail));
+        }
+    }
+    Ok(())
+}
+
+fn timeout_parts(waited: &Result<Evidence, WaitError>) -> Result<(&Evidence, &str), String> {
+    match waited {
+        Err(WaitError::Timeout {
+            evidence,
+            explanation,
+            ..
+        }) => Ok((evidence, explanation)),
+        Err(e) => Err(format!("our wait failed for another reason: {e}")),
+        Ok(_) => Err("our wait approved".into()),
+    }
+}
+
+fn contains_all(text: &str, needles: &[&str]) -> Result<(), String> {
+    match needles.iter().find(|n| !text.contains(**n)) {
+        Some(n) => Err(format!("explanation lacks {n:?}:\n{text}")),
+        None => Ok(()),
+    }
+}
+
+/// 1 + 2: redeploy the bad SHA (its template was deployed before, so the Deployment goes back
+/// to an existing ReplicaSet). Right after the change the old generation is still Synced and
+/// Healthy; then the rollback never re-arms the progress deadline (kubernetes#106054).
+async fn trap_stale_healthy_and_reused_replica_set(f: &mut Fixture) -> Result<String, String> {
+    let bad = f.bad.clone();
+    let changed = f.point_at(&bad).await?;
+    let (peers, waited) = f.peers(changed, &bad).await;
+    ours_reject(&peers)?;
+    let (_, explanation) = timeout_parts(&waited)?;
+    // What is really going on, whichever way this cluster's Deployment controller goes.
+    let spec = WaitSpec {
+        target: Target::Failed,
+        sha: &bad,
+        body: &f.cfg.body.clone(),
+        deadline: f.cfg.wait_deadline,
+        probe_interval: f.cfg.poll_interval,
+        progress: Progress::Quiet,
+    };
+    let outage = wait_for(&f.cluster, &mut f.live, &f.probe, &spec, &mut |_| {}).await;
+    let how = match &outage {
+        Ok(w) => format!(
+            "this cluster re-armed the deadline: Degraded after {:.1}s",
+            w.elapsed.as_secs_f64()
+        ),
+        Err(WaitError::Timeout {
+            explanation: outage_text,
+            evidence,
+            ..
+        }) => {
+            if evidence.ready_endpoints != 0 {
+                return Err(format!(
+                    "the bad release has ready endpoints?\n{outage_text}"
+                ));
+            }
+            contains_all(
+                outage_text,
+                &[
+                    "existing ReplicaSet",
+                    "kubernetes/kubernetes#106054",
+                    "NewReplicaSetAvailable",
+                    "0 ready endpoints for",
+                ],
+            )?;
+            "rollback to a reused ReplicaSet: explanation names it, the stale Progressing condition, #106054 and the outage time".into()
+        }
+        Err(e) => return Err(format!("{e}")),
+    };
+    contains_all(explanation, &["still unmet for `healthy`"])?;
+    f.results.push(TrapRecord {
+        trap: "stale_healthy_then_reused_replica_set",
+        release: bad,
+        serves_expected: false,
+        peers,
+    });
+    f.restore().await?;
+    Ok(how)
+}
+
+/// 3: Synced and Healthy at the right SHA while the page is wrong.
+async fn trap_wrong_body(f: &mut Fixture) -> Result<String, String> {
+    let mut wrong = f.cfg.clone();
+    wrong.body = "labhub-cnpe-trap-wrong-body".into();
+    let release = serde_json::to_value(manifests::baseline_release(&wrong)).unwrap();
+    let sha = f.commit(&release, "Trap: a release whose page differs")?;
+    let changed = f.point_at(&sha).await?;
+    let (peers, waited) = f.peers(changed, &sha).await;
+    ours_reject(&peers)?;
+    let (ev, explanation) = timeout_parts(&waited)?;
+    // The trap is real only if everything but the body says "serving".
+    if ev.sync.as_deref() != Some("Synced")
+        || ev.health.as_deref() != Some("Healthy")
+        || ev.http_code != Some(200)
+    {
+        return Err(format!(
+            "trap not reached: {}/{} HTTP {:?}\n{explanation}",
+            ev.sync.as_deref().unwrap_or("-"),
+            ev.health.as_deref().unwrap_or("-"),
+            ev.http_code
+        ));
+    }
+    contains_all(explanation, &["http_body", "serves the wrong content"])?;
+    let gate = cnpe_lab::gate::evaluate_value(&ev.to_value(), &sha, &f.cfg.body);
+    if gate.approved || !gate.failing_fields().contains(&"http_body") {
+        return Err(format!(
+            "the gate does not name http_body: {:?}",
+            gate.report_lines()
+        ));
+    }
+    f.results.push(TrapRecord {
+        trap: "synced_healthy_wrong_body",
+        release: sha.clone(),
+        serves_expected: false,
+        peers,
+    });
+    f.restore().await?;
+    f.revert(&sha)?;
+    Ok(format!(
+        "{sha}: Synced/Healthy/HTTP 200 with the wrong page; gate names http_body; reverted in Git"
+    ))
+}
+
+/// 4: the observed revision is right, but the operation failed (a kind outside the project's
+/// whitelist), while the OLD release keeps serving the expected page.
+async fn trap_operation_failed(f: &mut Fixture) -> Result<String, String> {
+    let mut release = serde_json::to_value(manifests::baseline_release(&f.cfg)).unwrap();
+    release["items"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "trap-not-permitted", "namespace": f.cfg.namespace},
+            "data": {"why": "ConfigMap is not in the project's namespaceResourceWhitelist"}
+        }));
+    let sha = f.commit(
+        &release,
+        "Trap: a release with a kind the project does not permit",
+    )?;
+    let changed = f.point_at(&sha).await?;
+    let (peers, waited) = f.peers(changed, &sha).await;
+    ours_reject(&peers)?;
+    let (ev, explanation) = timeout_parts(&waited)?;
+    if ev.observed_revision.as_deref() != Some(sha.as_str())
+        || ev.operation_phase.as_deref() == Some("Succeeded")
+    {
+        return Err(format!(
+            "trap not reached: observed {:?}, operation {:?}\n{explanation}",
+            ev.observed_revision, ev.operation_phase
+        ));
+    }
+    contains_all(
+        explanation,
+        &["operation_phase", "Argo CD has not finished applying"],
+    )?;
+    if verdict_of(&peers, Peer::HttpBodyCheck).verdict != Verdict::Approved {
+        return Err(format!(
+            "expected the old release to keep serving the page: {:?}",
+            verdict_of(&peers, Peer::HttpBodyCheck)
+        ));
+    }
+    f.results.push(TrapRecord {
+        trap: "observed_revision_right_operation_failed",
+        release: sha.clone(),
+        serves_expected: false,
+        peers,
+    });
+    f.restore().await?;
+    f.revert(&sha)?;
+    Ok(format!(
+        "{sha}: observed revision right, operation {:?}, old page still served; rejected",
+        ev.operation_phase
+    ))
+}
+
+/// 5: targetRevision is a branch name. The branch tip serves the right page, but what it means
+/// moves with every push: no revision-pinned approval can hold.
+async fn trap_branch_target(f: &mut Fixture) -> Result<String, String> {
+    let git = GitOps::prepare(&f.cfg).map_err(|e| format!("{e:#}"))?;
+    let tip = git
+        .head()
+        .map_err(|e| format!("{e:#}"))?
+        .ok_or("no HEAD")?
+        .to_string();
+    let branch = f.cfg.branch.clone();
+    let changed = f.point_at(&branch).await?;
+    let (peers, waited) = f.peers(changed, &tip).await;
+    ours_reject(&peers)?;
+    let (ev, explanation) = timeout_parts(&waited)?;
+    if ev.target_revision.as_deref() != Some(branch.as_str()) {
+        return Err(format!(
+            "trap not reached: targetRevision {:?}",
+            ev.target_revision
+        ));
+    }
+    contains_all(explanation, &["not a full SHA"])?;
+    f.results.push(TrapRecord {
+        trap: "target_revision_is_a_branch",
+        release: format!("{branch} ({tip})"),
+        serves_expected: false,
+        peers,
+    });
+    f.restore().await?;
+    Ok(format!(
+        "targetRevision {branch:?} (tip {tip}): rejected, cause named"
+    ))
+}
+
+type TrapFn = for<'a> fn(
+    &'a mut Fixture,
+) -> std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<String, String>> + 'a>,
+>;
+
+const TRAPS: [(&str, TrapFn); 4] = [
+    ("trap_stale_healthy_then_reused_replica_set", |f| {
+        Box::pin(trap_stale_healthy_and_reused_replica_set(f))
+    }),
+    ("trap_synced_healthy_wrong_body", |f| {
+        Box::pin(trap_wrong_body(f))
+    }),
+    ("trap_observed_revision_right_operation_failed", |f| {
+        Box::pin(trap_operation_failed(f))
+    }),
+    ("trap_target_revision_is_a_branch", |f| {
+        Box::pin(trap_branch_target(f))
+    }),
+];
+
+struct Shared {
+    rt: tokio::runtime::Runtime,
+    fixture: Mutex<Option<Fixture>>,
+    unavailable: Option<(String, bool)>,
+}
+
+fn connect(rt: &tokio::runtime::Runtime, cfg: Config) -> Result<Fixture, String> {
+    rt.block_on(async {
+        let cluster = Cluster::connect(&cfg).await.map_err(|e| format!("{e:#}"))?;
+        support::api_answers(&cluster).await?;
+        let records = RecordPaths::new(&cfg.evidence_dir);
+        let sha = |p: PathBuf| -> Result<String, String> {
+            records::read_sha(&p)
+                .map_err(|e| format!("{e:#}"))?
+                .ok_or_else(|| format!("{} is not recorded: the traps run after the lab (cargo test --test lab)", p.display()))
+        };
+        let (recovered, bad) = (sha(records.recovered_sha())?, sha(records.bad_sha())?);
+        if !records.recovered_json().exists() {
+            return Err("recovered.json is not recorded: the traps run after the lab (cargo test --test lab)".into());
+        }
+        Ok(Fixture {
+            probe: Probe::for_cluster(&cluster).map_err(|e| format!("{e:#}"))?,
+            live: LiveWatch::start(&cluster),
+            cfg,
+            cluster,
+            records,
+            recovered,
+            bad,
+            results: Vec::new(),
+        })
+    })
+}
+
+fn main() {
+    let mut args = Arguments::from_args();
+    args.test_threads = Some(1);
+    let (prepared, provisioned) = support::prepare(args.list);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let lock_error = matches!(&prepared, Err(e) if e.contains("another cnpe-lab process"));
+    let (connected, _lock) = match prepared {
+        Ok((cfg, lock)) => (connect(&rt, cfg), Some(lock)),
+        Err(e) => (Err(e), None),
+    };
+    // Missing lab records with a cluster up is a failure too: the traps were asked for.
+    let lab_missing = matches!(&connected, Err(e) if e.contains("the traps run after the lab"));
+    let unavailable = connected.as_ref().err().map(|why| {
+        (
+            why.clone(),
+            support::required() || lock_error || lab_missing,
+        )
+    });
+    if let (Some((why, fail)), false) = (&unavailable, args.list) {
+        eprintln!("\n=================== TRAPS NOT RUN ===================");
+        eprintln!("{why}");
+        eprintln!(
+            "every trap {}; {}",
+            if *fail {
+                "FAILS"
+            } else {
+                "is IGNORED (not passed)"
+            },
+            support::HOW_TO_GET_A_CLUSTER
+        );
+        eprintln!("=====================================================\n");
+    }
+    let shared = Arc::new(Shared {
+        rt,
+        fixture: Mutex::new(connected.ok()),
+        unavailable,
+    });
+    let trials = TRAPS
+        .iter()
+        .map(|(name, trap)| {
+            let shared = shared.clone();
+            let trap = *trap;
+            Trial::ignorable_test(*name, move || run_trap(&shared, trap))
+        })
+        .collect();
+    let conclusion = libtest_mimic::run(&args, trials);
+    if let Some(f) = shared.fixture.lock().unwrap().as_mut() {
+        // Whatever happened, leave the recovered release serving.
+        if let Err(e) = shared.rt.block_on(f.restore()) {
+            eprintln!("traps: {e}");
+        }
+        if !f.results.is_empty() {
+            let mut path = f.records.dir.join("traps.json");
+            let mut n = 1;
+            while path.exists() {
+                n += 1;
+                path = f.records.dir.join(format!("traps-{n}.json"));
+            }
+            match records::write_json(&path, &serde_json::to_value(&f.results).unwrap()) {
+                Ok(_) => eprintln!("traps: verdicts in {}", path.display()),
+                Err(e) => eprintln!("traps: verdicts not written: {e:#}"),
+            }
+            for t in &f.results {
+                let line: Vec<String> = t
+                    .peers
+                    .iter()
+                    .map(|p| format!("{:?}={:?} ({:.1}s)", p.peer, p.verdict, p.seconds))
+                    .collect();
+                eprintln!("  {}: {}", t.trap, line.join(", "));
+            }
+        }
+    }
+    if let Some(p) = provisioned {
+        eprintln!("{}", p.farewell());
+    }
+    conclusion.exit();
+}
+
+fn run_trap(shared: &Shared, trap: TrapFn) -> Result<Completion, Failed> {
+    if let Some((why, fail)) = &shared.unavailable {
+        return if *fail {
+            Err(format!("TRAPS NOT RUN: {why}").into())
+        } else {
+            Ok(Completion::ignored_with(format!(
+                "no cluster or no lab records, see TRAPS NOT RUN above; {}",
+                support::HOW_TO_GET_A_CLUSTER
+            )))
+        };
+    }
+    let mut guard = shared.fixture.lock().unwrap();
+    let f = guard.as_mut().expect("connected");
+    match shared.rt.block_on(trap(f)) {
+        Ok(summary) => {
+            eprintln!("  {summary}");
+            Ok(Completion::Completed)
+        }
+        Err(e) => {
+            let _ = shared.rt.block_on(f.restore());
+            Err(e.into())
+        }
+    }
+}
