@@ -4,7 +4,9 @@
 //! Functional core (pure, exhaustively tested): [`gate`], [`strict_json`], [`evidence`],
 //! [`manifests`], [`argo`], [`wait`], [`config`]. I/O shell: [`git`] and [`history`] (git2),
 //! [`cluster`] (kube-rs, including the HTTP probe), [`observer`] (the polling loop),
-//! [`records`] (write-once files), and [`lab`], which runs the steps and the grading.
+//! [`records`] (write-once files), [`launcher`] (installs step 8's `release-gate.py`), [`lock`]
+//! (one cnpe-lab per evidence dir), [`kubeconfig`] (loading without quoting the file), and
+//! [`lab`], which runs the steps and the grading.
 
 // functional core
 pub mod argo;
@@ -19,6 +21,7 @@ pub mod wait;
 pub mod cluster;
 pub mod git;
 pub mod history;
+pub mod kubeconfig;
 pub mod lab;
 pub mod launcher;
 pub mod lock;
