@@ -4,7 +4,8 @@
 #    sourced libraries, i.e. *.sh without a shebang, are checked as bash without SC2034);
 #  - actionlint on every workflow under .github/workflows/ (with ShellCheck on run: blocks);
 #  - manifests: ci/kind's kind config and manifests, rendered as up.sh renders them, parsed and
-#    cross-checked by ci/kind/check-manifests.py (the kind path cannot run here).
+#    cross-checked by ci/kind/check-manifests.py;
+#  - the crate: `cargo fmt --check` and `cargo clippy --all-targets -- -D warnings`.
 # Installs missing tools: shellcheck from Debian, actionlint from the Go module proxy into
 # $CNPE_TOOLS_CACHE (default /var/cache/cnpe-tools), PyYAML from Debian. Runs every check, then
 # exits non-zero if any failed, ending with one summary line.
@@ -112,6 +113,19 @@ trap 'rm -rf "$rendered"' EXIT
     .github/workflows/lab-kind.yml "$KIND_BARE_PARENT" "$CNPE_REPO_URL"
 ) || status=$?
 record "manifests(ci/kind)" "$status"
+
+# --- the crate: rustfmt and clippy with warnings as errors (same toolchain as cargo test)
+if command -v cargo >/dev/null; then
+  status=0
+  cargo fmt --all --check || status=$?
+  record "rustfmt" "$status"
+  status=0
+  cargo clippy --locked --all-targets --quiet -- -D warnings || status=$?
+  record "clippy" "$status"
+else
+  say "cargo not found: rustfmt and clippy were not run, which is itself a failure"
+  record "rustfmt+clippy(no cargo)" 1
+fi
 
 took=$((SECONDS - start))
 if [[ ${#failed[@]} -eq 0 ]]; then

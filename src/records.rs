@@ -40,7 +40,12 @@ pub fn write_once(path: &Path, bytes: &[u8]) -> Result<WriteOutcome> {
             .unwrap_or("record"),
         std::process::id()
     ));
-    fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    if let Err(e) = fs::write(&tmp, bytes) {
+        // A full or failing filesystem must not leave a half-written temporary file behind.
+        let _ = fs::remove_file(&tmp);
+        return Err(e)
+            .with_context(|| format!("writing {} (for {})", tmp.display(), path.display()));
+    }
     let linked = fs::hard_link(&tmp, path);
     let _ = fs::remove_file(&tmp);
     match linked {

@@ -1,21 +1,21 @@
-//! `cargo test --test traps`: false-approval traps on the real cluster, after the lab. Each trap
+//! `cargo test --test traps`: false-approval traps and faults on the real cluster, after the
+//! lab (`traps` sorts after `lab`, so plain `cargo test` runs them in that order). Each trap
 //! puts the cluster into a state where a common check approves a release that does not serve
 //! (or is not what was asked for), runs the usual checks side by side, and proves that our gate
 //! rejects it and our wait says what is really going on. Verdicts and latencies go to
 //! `$CNPE_EVIDENCE_DIR/traps.json`. The traps leave the Application at the recovered SHA,
 //! serving. Same loud-ignore and CNPE_LAB_REQUIRED rules as the lab.
 
+#[path = "traps/faults.rs"]
+mod faults;
 mod support;
 
-use cnpe_lab::cluster::Cluster;
 use cnpe_lab::config::Config;
 use cnpe_lab::evidence::{self, Evidence, Subject};
-use cnpe_lab::git::{parse_sha, GitOps};
-use cnpe_lab::live::LiveWatch;
-use cnpe_lab::manifests::{self, to_file_bytes, RELEASE_PATH};
-use cnpe_lab::observer::{wait_for, Progress, WaitError, WaitSpec};
-use cnpe_lab::probe::Probe;
-use cnpe_lab::records::{self, RecordPaths};
+use cnpe_lab::git::GitOps;
+use cnpe_lab::manifests;
+use cnpe_lab::observer::WaitError;
+use cnpe_lab::records;
 use cnpe_lab::wait::Target;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use serde::Serialize;
@@ -67,14 +67,21 @@ struct TrapRecord {
 }
 
 struct Fixture {
-    cfg: Config,
-    cluster: Cluster,
-    probe: Probe,
-    live: LiveWatch,
-    records: RecordPaths,
-    recovered: String,
-    bad: String,
+    lab: support::LabCluster,
     results: Vec<TrapRecord>,
+}
+
+impl std::ops::Deref for Fixture {
+    type Target = support::LabCluster;
+    fn deref(&self) -> &Self::Target {
+        &self.lab
+    }
+}
+
+impl std::ops::DerefMut for Fixture {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.lab
+    }
 }
 
 fn find_tool(name: &str, env: &str) -> Option<PathBuf> {
@@ -273,24 +280,11 @@ impl Fixture {
         };
         let (rollout, reads, argo) = tokio::join!(rollout, read, argo_wait);
         // Our wait runs last on the shared watches (it needs &mut), from the same change.
-        let spec = WaitSpec {
-            target: Target::Healthy,
-            sha,
-            body: &self.cfg.body.clone(),
-            deadline: deadline
-                .saturating_sub(changed.elapsed())
-                .max(Duration::from_secs(5)),
-            probe_interval: self.cfg.poll_interval,
-            progress: Progress::Quiet,
-        };
-        let waited = wait_for(
-            &self.cluster,
-            &mut self.live,
-            &self.probe,
-            &spec,
-            &mut |_| {},
-        )
-        .await;
+        let body = self.cfg.body.clone();
+        let left = deadline
+            .saturating_sub(changed.elapsed())
+            .max(Duration::from_secs(5));
+        let waited = self.lab.wait(Target::Healthy, sha, &body, left).await;
         let ours = PeerResult {
             peer: Peer::CnpeWait,
             verdict: if waited.is_ok() {
@@ -314,57 +308,6 @@ impl Fixture {
         all.push(argo);
         all.push(ours);
         (all, waited.map(|w| w.evidence))
-    }
-
-    async fn point_at(&self, revision: &str) -> Result<Instant, String> {
-        self.cluster
-            .set_target_revision(revision)
-            .await
-            .map_err(|e| format!("{e:#}"))?;
-        Ok(Instant::now())
-    }
-
-    /// Back to the recorded recovery, serving: every trap ends here.
-    async fn restore(&mut self) -> Result<(), String> {
-        self.point_at(&self.recovered.clone()).await?;
-        let spec = WaitSpec {
-            target: Target::Healthy,
-            sha: &self.recovered.clone(),
-            body: &self.cfg.body.clone(),
-            deadline: self.cfg.wait_deadline * 2,
-            probe_interval: self.cfg.poll_interval,
-            progress: Progress::Quiet,
-        };
-        wait_for(
-            &self.cluster,
-            &mut self.live,
-            &self.probe,
-            &spec,
-            &mut |_| {},
-        )
-        .await
-        .map(|_| ())
-        .map_err(|e| format!("restoring the recovered release failed: {e}"))
-    }
-
-    /// Commits `release` on the working copy (history only grows) and pushes it.
-    fn commit(&self, release: &serde_json::Value, message: &str) -> Result<String, String> {
-        let git = GitOps::prepare(&self.cfg).map_err(|e| format!("{e:#}"))?;
-        let oid = git
-            .commit_file(RELEASE_PATH, &to_file_bytes(release), message)
-            .map_err(|e| format!("{e:#}"))?;
-        git.push().map_err(|e| format!("{e:#}"))?;
-        Ok(oid.to_string())
-    }
-
-    /// Reverts `sha` through Git (a new commit) and pushes.
-    fn revert(&self, sha: &str) -> Result<String, String> {
-        let git = GitOps::prepare(&self.cfg).map_err(|e| format!("{e:#}"))?;
-        let oid = git
-            .revert(parse_sha(sha).map_err(|e| format!("{e:#}"))?)
-            .map_err(|e| format!("{e:#}"))?;
-        git.push().map_err(|e| format!("{e:#}"))?;
-        Ok(oid.to_string())
     }
 }
 
@@ -415,15 +358,8 @@ async fn trap_stale_healthy_and_reused_replica_set(f: &mut Fixture) -> Result<St
     ours_reject(&peers)?;
     let (_, explanation) = timeout_parts(&waited)?;
     // What is really going on, whichever way this cluster's Deployment controller goes.
-    let spec = WaitSpec {
-        target: Target::Failed,
-        sha: &bad,
-        body: &f.cfg.body.clone(),
-        deadline: f.cfg.wait_deadline,
-        probe_interval: f.cfg.poll_interval,
-        progress: Progress::Quiet,
-    };
-    let outage = wait_for(&f.cluster, &mut f.live, &f.probe, &spec, &mut |_| {}).await;
+    let (body, deadline) = (f.cfg.body.clone(), f.cfg.wait_deadline);
+    let outage = f.lab.wait(Target::Failed, &bad, &body, deadline).await;
     let how = match &outage {
         Ok(w) => format!(
             "this cluster re-armed the deadline: Degraded after {:.1}s",
@@ -612,34 +548,29 @@ const TRAPS: [(&str, TrapFn); 4] = [
     }),
 ];
 
+/// Faults on the hermetic cluster (its processes can be paused); ignored elsewhere, with why.
+const FAULTS: [(&str, TrapFn); 3] = [
+    ("fault_argocd_stopped_during_a_wait", |f| {
+        Box::pin(faults::argo_stopped(&mut f.lab))
+    }),
+    ("fault_git_daemon_stopped_during_an_argo_fetch", |f| {
+        Box::pin(faults::git_daemon_stopped(&mut f.lab))
+    }),
+    ("fault_api_server_stopped_during_a_wait", |f| {
+        Box::pin(faults::api_server_stopped(&mut f.lab))
+    }),
+];
+
 struct Shared {
     rt: tokio::runtime::Runtime,
     fixture: Mutex<Option<Fixture>>,
-    unavailable: Option<(String, bool)>,
+    availability: support::Availability,
 }
 
 fn connect(rt: &tokio::runtime::Runtime, cfg: Config) -> Result<Fixture, String> {
     rt.block_on(async {
-        let cluster = Cluster::connect(&cfg).await.map_err(|e| format!("{e:#}"))?;
-        support::api_answers(&cluster).await?;
-        let records = RecordPaths::new(&cfg.evidence_dir);
-        let sha = |p: PathBuf| -> Result<String, String> {
-            records::read_sha(&p)
-                .map_err(|e| format!("{e:#}"))?
-                .ok_or_else(|| format!("{} is not recorded: the traps run after the lab (cargo test --test lab)", p.display()))
-        };
-        let (recovered, bad) = (sha(records.recovered_sha())?, sha(records.bad_sha())?);
-        if !records.recovered_json().exists() {
-            return Err("recovered.json is not recorded: the traps run after the lab (cargo test --test lab)".into());
-        }
         Ok(Fixture {
-            probe: Probe::for_cluster(&cluster).map_err(|e| format!("{e:#}"))?,
-            live: LiveWatch::start(&cluster),
-            cfg,
-            cluster,
-            records,
-            recovered,
-            bad,
+            lab: support::LabCluster::connect(cfg).await?,
             results: Vec::new(),
         })
     })
@@ -659,34 +590,13 @@ fn main() {
         Ok((cfg, lock)) => (connect(&rt, cfg), Some(lock)),
         Err(e) => (Err(e), None),
     };
-    // Missing lab records with a cluster up is a failure too: the traps were asked for.
-    let lab_missing = matches!(&connected, Err(e) if e.contains("the traps run after the lab"));
-    let unavailable = connected.as_ref().err().map(|why| {
-        (
-            why.clone(),
-            support::required() || lock_error || lab_missing,
-        )
-    });
-    if let (Some((why, fail)), false) = (&unavailable, args.list) {
-        eprintln!("\n=================== TRAPS NOT RUN ===================");
-        eprintln!("{why}");
-        eprintln!(
-            "every trap {}; {}",
-            if *fail {
-                "FAILS"
-            } else {
-                "is IGNORED (not passed)"
-            },
-            support::HOW_TO_GET_A_CLUSTER
-        );
-        eprintln!("=====================================================\n");
-    }
+    let availability = support::Availability::new("TRAPS", &connected, lock_error, args.list);
     let shared = Arc::new(Shared {
         rt,
         fixture: Mutex::new(connected.ok()),
-        unavailable,
+        availability,
     });
-    let trials = TRAPS
+    let mut trials: Vec<Trial> = TRAPS
         .iter()
         .map(|(name, trap)| {
             let shared = shared.clone();
@@ -694,6 +604,29 @@ fn main() {
             Trial::ignorable_test(*name, move || run_trap(&shared, trap))
         })
         .collect();
+    trials.extend(FAULTS.iter().map(|(name, fault)| {
+        let shared = shared.clone();
+        let fault = *fault;
+        Trial::ignorable_test(*name, move || {
+            if let Err(why) = faults::hermetic_pids() {
+                if shared.availability.unavailable.is_none() {
+                    return Ok(Completion::ignored_with(format!(
+                        "not the hermetic cluster: {why}"
+                    )));
+                }
+            }
+            run_trap(&shared, fault)
+        })
+    }));
+    // Off the cluster, as root: the evidence directory on a full and a read-only filesystem.
+    trials.push(Trial::ignorable_test(
+        "fault_evidence_dir_on_a_full_filesystem",
+        faults::full_filesystem,
+    ));
+    trials.push(Trial::ignorable_test(
+        "fault_evidence_dir_on_a_read_only_filesystem",
+        faults::read_only_filesystem,
+    ));
     let conclusion = libtest_mimic::run(&args, trials);
     if let Some(f) = shared.fixture.lock().unwrap().as_mut() {
         // Whatever happened, leave the recovered release serving.
@@ -728,15 +661,8 @@ fn main() {
 }
 
 fn run_trap(shared: &Shared, trap: TrapFn) -> Result<Completion, Failed> {
-    if let Some((why, fail)) = &shared.unavailable {
-        return if *fail {
-            Err(format!("TRAPS NOT RUN: {why}").into())
-        } else {
-            Ok(Completion::ignored_with(format!(
-                "no cluster or no lab records, see TRAPS NOT RUN above; {}",
-                support::HOW_TO_GET_A_CLUSTER
-            )))
-        };
+    if let Some(v) = shared.availability.verdict("TRAPS") {
+        return v;
     }
     let mut guard = shared.fixture.lock().unwrap();
     let f = guard.as_mut().expect("connected");

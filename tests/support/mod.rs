@@ -100,3 +100,173 @@ pub async fn api_answers(cluster: &cnpe_lab::cluster::Cluster) -> Result<(), Str
         )),
     }
 }
+
+// ---- a connected lab cluster after the lab: shared by the traps and the faults
+
+use cnpe_lab::cluster::Cluster;
+use cnpe_lab::git::{parse_sha, GitOps};
+use cnpe_lab::live::LiveWatch;
+use cnpe_lab::manifests::{to_file_bytes, RELEASE_PATH};
+use cnpe_lab::observer::{wait_for, Progress, WaitError, WaitSpec, Waited};
+use cnpe_lab::probe::Probe;
+use cnpe_lab::records::{self, RecordPaths};
+use cnpe_lab::wait::Target;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub const RUN_THE_LAB_FIRST: &str =
+    "the traps and faults run after the lab (cargo test --test lab)";
+
+pub struct LabCluster {
+    pub cfg: Config,
+    pub cluster: Cluster,
+    pub probe: Probe,
+    pub live: LiveWatch,
+    pub records: RecordPaths,
+    pub recovered: String,
+    pub bad: String,
+}
+
+impl LabCluster {
+    /// Connects and reads the lab's records; an error says what is missing.
+    pub async fn connect(cfg: Config) -> Result<Self, String> {
+        let cluster = Cluster::connect(&cfg).await.map_err(|e| format!("{e:#}"))?;
+        api_answers(&cluster).await?;
+        let records = RecordPaths::new(&cfg.evidence_dir);
+        let sha = |p: PathBuf| -> Result<String, String> {
+            records::read_sha(&p)
+                .map_err(|e| format!("{e:#}"))?
+                .ok_or_else(|| format!("{} is not recorded: {RUN_THE_LAB_FIRST}", p.display()))
+        };
+        let (recovered, bad) = (sha(records.recovered_sha())?, sha(records.bad_sha())?);
+        if !records.recovered_json().exists() {
+            return Err(format!(
+                "recovered.json is not recorded: {RUN_THE_LAB_FIRST}"
+            ));
+        }
+        Ok(LabCluster {
+            probe: Probe::for_cluster(&cluster).map_err(|e| format!("{e:#}"))?,
+            live: LiveWatch::start(&cluster),
+            cfg,
+            cluster,
+            records,
+            recovered,
+            bad,
+        })
+    }
+
+    pub async fn point_at(&self, revision: &str) -> Result<Instant, String> {
+        self.cluster
+            .set_target_revision(revision)
+            .await
+            .map_err(|e| format!("{e:#}"))?;
+        Ok(Instant::now())
+    }
+
+    /// Waits on the shared watches (quietly: the caller reports).
+    pub async fn wait(
+        &mut self,
+        target: Target,
+        sha: &str,
+        body: &str,
+        deadline: Duration,
+    ) -> Result<Waited, WaitError> {
+        let spec = WaitSpec {
+            target,
+            sha,
+            body,
+            deadline,
+            probe_interval: self.cfg.poll_interval,
+            progress: Progress::Quiet,
+        };
+        wait_for(
+            &self.cluster,
+            &mut self.live,
+            &self.probe,
+            &spec,
+            &mut |_| {},
+        )
+        .await
+    }
+
+    /// Back to the recorded recovery, serving: every trap and fault ends here.
+    pub async fn restore(&mut self) -> Result<(), String> {
+        let rec = self.recovered.clone();
+        self.point_at(&rec).await?;
+        let (body, deadline) = (self.cfg.body.clone(), self.cfg.wait_deadline * 2);
+        self.wait(Target::Healthy, &rec, &body, deadline)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("restoring the recovered release failed: {e}"))
+    }
+
+    /// Commits `release` on the working copy (history only grows) and pushes it.
+    pub fn commit(&self, release: &serde_json::Value, message: &str) -> Result<String, String> {
+        let git = GitOps::prepare(&self.cfg).map_err(|e| format!("{e:#}"))?;
+        let oid = git
+            .commit_file(RELEASE_PATH, &to_file_bytes(release), message)
+            .map_err(|e| format!("{e:#}"))?;
+        git.push().map_err(|e| format!("{e:#}"))?;
+        Ok(oid.to_string())
+    }
+
+    /// Reverts `sha` through Git (a new commit) and pushes.
+    pub fn revert(&self, sha: &str) -> Result<String, String> {
+        let git = GitOps::prepare(&self.cfg).map_err(|e| format!("{e:#}"))?;
+        let oid = git
+            .revert(parse_sha(sha).map_err(|e| format!("{e:#}"))?)
+            .map_err(|e| format!("{e:#}"))?;
+        git.push().map_err(|e| format!("{e:#}"))?;
+        Ok(oid.to_string())
+    }
+}
+
+/// A real-cluster suite's verdict before its first trial: run, ignore (loudly) or fail.
+pub struct Availability {
+    pub unavailable: Option<(String, bool)>,
+}
+
+impl Availability {
+    /// Prints the banner; `fail` when a cluster was required, a lock is held or the lab's
+    /// records are missing on a live cluster (the suite was asked for).
+    pub fn new<T>(
+        suite: &str,
+        connected: &Result<T, String>,
+        lock_error: bool,
+        listing: bool,
+    ) -> Self {
+        let unavailable = connected.as_ref().err().map(|why| {
+            let lab_missing = why.contains(RUN_THE_LAB_FIRST);
+            (why.clone(), required() || lock_error || lab_missing)
+        });
+        if let (Some((why, fail)), false) = (&unavailable, listing) {
+            eprintln!("\n=================== {suite} NOT RUN ===================");
+            eprintln!("{why}");
+            eprintln!(
+                "every trial {}; {HOW_TO_GET_A_CLUSTER}",
+                if *fail {
+                    "FAILS"
+                } else {
+                    "is IGNORED (not passed)"
+                }
+            );
+            eprintln!("=======================================================\n");
+        }
+        Availability { unavailable }
+    }
+
+    /// For a trial: `Some` when it must not run (ignored or failed).
+    pub fn verdict(
+        &self,
+        suite: &str,
+    ) -> Option<Result<libtest_mimic::Completion, libtest_mimic::Failed>> {
+        let (why, fail) = self.unavailable.as_ref()?;
+        Some(if *fail {
+            Err(format!("{suite} NOT RUN: {why}").into())
+        } else {
+            Ok(libtest_mimic::Completion::ignored_with(format!(
+                "see {suite} NOT RUN above; {HOW_TO_GET_A_CLUSTER}"
+            )))
+        })
+    }
+}

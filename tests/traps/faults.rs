@@ -1,0 +1,312 @@
+//! The faults half of `cargo test --test traps`: the run under faults, each bounded in time. On the hermetic
+//! cluster (whose processes this suite can pause): Argo CD, the git daemon and the API server
+//! stopped during a wait. Anywhere as root: the evidence directory on a full and on a read-only
+//! filesystem. Each fault proves the run either completes correctly once the fault ends, or
+//! fails with an explanation that names the fault, and that no record is lost or overwritten.
+//! (SIGKILL in step 5 and resume is exercised by `.ci/run` on the real binary.)
+
+use crate::support::LabCluster;
+use cnpe_lab::config::Config;
+use cnpe_lab::manifests;
+use cnpe_lab::observer::WaitError;
+use cnpe_lab::records;
+use cnpe_lab::wait::Target;
+use libtest_mimic::{Completion, Failed};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// How long a fault lasts while a wait is under way (the wait's own deadline is longer).
+const FAULT: Duration = Duration::from_secs(8);
+/// A wait that must NOT complete while the fault lasts.
+const DURING: Duration = Duration::from_secs(10);
+
+/// The hermetic cluster's process table (`NAME PID` lines written by ci/hermetic/up.sh).
+pub fn hermetic_pids() -> Result<Vec<(String, i32)>, String> {
+    let run = std::env::var("CNPE_HERMETIC_RUN")
+        .unwrap_or_else(|_| "/var/cache/cnpe-hermetic/run".into());
+    let admin = Path::new(&run).join("admin.kubeconfig");
+    let kubeconfig = std::env::var_os("KUBECONFIG").map(PathBuf::from);
+    if kubeconfig.as_deref() != Some(admin.as_path()) {
+        return Err(format!(
+            "KUBECONFIG is not the hermetic cluster's ({}): these faults pause its host processes",
+            admin.display()
+        ));
+    }
+    let text = std::fs::read_to_string(Path::new(&run).join("pids"))
+        .map_err(|e| format!("{run}/pids: {e}"))?;
+    Ok(text
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter_map(|(n, p)| p.trim().parse().ok().map(|p| (n.to_string(), p)))
+        .collect())
+}
+
+/// Processes stopped with SIGSTOP; continued on drop, so a failing trial never leaves the
+/// cluster paused.
+struct Paused(Vec<(String, i32)>);
+
+fn signal(sig: &str, pid: i32) -> Result<(), String> {
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .map_err(|e| e.to_string())?
+        .success();
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("kill {sig} {pid} failed"))
+    }
+}
+
+fn pause(names: &[&str]) -> Result<Paused, String> {
+    let pids = hermetic_pids()?;
+    let mut paused = Paused(Vec::new());
+    for name in names {
+        let (n, p) = pids
+            .iter()
+            .find(|(n, _)| n == name)
+            .ok_or_else(|| format!("{name} is not in the pids file"))?;
+        signal("-STOP", *p)?;
+        paused.0.push((n.clone(), *p));
+    }
+    Ok(paused)
+}
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        for (_, p) in &self.0 {
+            let _ = signal("-CONT", *p);
+        }
+    }
+}
+
+fn release_with_body(cfg: &Config, body: &str) -> serde_json::Value {
+    let mut c = cfg.clone();
+    c.body = body.into();
+    serde_json::to_value(manifests::baseline_release(&c)).unwrap()
+}
+
+/// A wait during the fault must time out, naming what the fault holds back; after the fault
+/// the same wait must complete. Returns the recovery time after the fault ended.
+async fn ride_out(
+    lab: &mut LabCluster,
+    fault: &str,
+    names: &[&str],
+    needles: &[&str],
+) -> Result<String, String> {
+    let body = format!("labhub-cnpe-fault-{fault}");
+    let sha = lab.commit(
+        &release_with_body(&lab.cfg, &body),
+        &format!("Fault test: {fault}"),
+    )?;
+    let paused = pause(names)?;
+    lab.point_at(&sha).await?;
+    match lab.wait(Target::Healthy, &sha, &body, DURING).await {
+        Err(WaitError::Timeout { explanation, .. }) => {
+            if let Some(n) = needles.iter().find(|n| !explanation.contains(**n)) {
+                return Err(format!(
+                    "with {names:?} stopped the explanation lacks {n:?}:\n{explanation}"
+                ));
+            }
+        }
+        Err(e) => {
+            return Err(format!(
+                "with {names:?} stopped the wait failed otherwise: {e}"
+            ))
+        }
+        Ok(_) => return Err(format!("the wait completed while {names:?} were stopped")),
+    }
+    drop(paused);
+    let ended = Instant::now();
+    let deadline = lab.cfg.wait_deadline * 2;
+    lab.wait(Target::Healthy, &sha, &body, deadline)
+        .await
+        .map_err(|e| format!("after {fault} ended: {e}"))?;
+    let secs = ended.elapsed().as_secs_f64();
+    lab.restore().await?;
+    lab.revert(&sha)?;
+    let line = format!(
+        "{fault}: wait named it while stopped; serving {} {secs:.1}s after the fault ended",
+        &sha[..7]
+    );
+    Ok(line)
+}
+
+pub async fn argo_stopped(lab: &mut LabCluster) -> Result<String, String> {
+    ride_out(
+        lab,
+        "argocd-stopped",
+        &["argocd-repo-server", "argocd-application-controller"],
+        &["observed_revision", "Argo CD has not finished applying"],
+    )
+    .await
+}
+
+pub async fn git_daemon_stopped(lab: &mut LabCluster) -> Result<String, String> {
+    ride_out(
+        lab,
+        "git-daemon-stopped",
+        &["git-daemon"],
+        &["observed_revision", "Argo CD has not finished applying"],
+    )
+    .await
+}
+
+/// The API server stops answering mid-wait for [`FAULT`]; the wait rides it out to its
+/// deadline and completes once the server answers again.
+pub async fn api_server_stopped(lab: &mut LabCluster) -> Result<String, String> {
+    let body = "labhub-cnpe-fault-apiserver".to_string();
+    let sha = lab.commit(
+        &release_with_body(&lab.cfg, &body),
+        "Fault test: API server stopped",
+    )?;
+    lab.point_at(&sha).await?;
+    let paused = pause(&["kube-apiserver"])?;
+    // The fault's duration is the fault itself, not a synchronisation: it ends on its own.
+    let ender = std::thread::spawn(move || {
+        std::thread::sleep(FAULT);
+        drop(paused);
+        Instant::now()
+    });
+    let deadline = lab.cfg.wait_deadline * 2 + FAULT;
+    let result = lab.wait(Target::Healthy, &sha, &body, deadline).await;
+    let ended = ender.join().map_err(|_| "the fault thread panicked")?;
+    let waited =
+        result.map_err(|e| format!("the wait did not ride out the stopped API server: {e}"))?;
+    // The wait returned `ended.elapsed()` ago; the fault ended FAULT after the wait began.
+    let after = waited.elapsed.as_secs_f64() - FAULT.as_secs_f64();
+    let _ = ended;
+    lab.restore().await?;
+    lab.revert(&sha)?;
+    let line = format!(
+        "api-server-stopped {FAULT:?}: the wait rode it out; serving after {:.1}s in all ({:.1}s after the fault ended)",
+        waited.elapsed.as_secs_f64(),
+        after.max(0.0)
+    );
+    Ok(line)
+}
+
+// ---- the evidence directory on a full and on a read-only filesystem (root, no cluster)
+
+struct Mount(PathBuf);
+
+impl Mount {
+    fn tmpfs(size: &str) -> Result<Mount, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let opts = format!("size={size}");
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &opts, "cnpe-fault"])
+            .arg(dir.path())
+            .status();
+        match ok {
+            Ok(s) if s.success() => Ok(Mount(dir.keep())),
+            _ => Err("cannot mount a tmpfs here (needs root and mount privileges)".into()),
+        }
+    }
+    fn remount_ro(&self) -> Result<(), String> {
+        let ok = Command::new("mount")
+            .args(["-o", "remount,ro"])
+            .arg(&self.0)
+            .status()
+            .map_err(|e| e.to_string())?;
+        if ok.success() {
+            Ok(())
+        } else {
+            Err("remount ro failed".into())
+        }
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+pub fn full_filesystem() -> Result<Completion, Failed> {
+    let m = match Mount::tmpfs("64k") {
+        Ok(x) => x,
+        Err(why) => return Ok(Completion::ignored_with(why)),
+    };
+    let dir = m.0.join("cnpe");
+    let first = dir.join("baseline.sha");
+    records::write_sha(&first, "0123456789abcdef0123456789abcdef01234567")
+        .map_err(|e| format!("{e:#}"))?;
+    // Fill the filesystem.
+    let filler = std::fs::File::create(m.0.join("filler")).unwrap();
+    let _ = std::io::Write::write_all(&mut &filler, &vec![0u8; 256 * 1024]);
+    let big = serde_json::json!({"observed_at": "x", "pad": "y".repeat(8192)});
+    let err = records::write_json(&dir.join("failed.json"), &big)
+        .expect_err("a full filesystem must fail the write");
+    let text = format!("{err:#}");
+    if !text.contains("failed.json") && !text.contains(".failed.json.tmp") {
+        return Err(format!("the error does not name the file: {text}").into());
+    }
+    if !text.contains("No space left") {
+        return Err(format!("the error does not name the fault: {text}").into());
+    }
+    if dir.join("failed.json").exists() {
+        return Err("a partial failed.json was left in place".into());
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    if leftovers.len() != 1 {
+        return Err(format!("temporary files left behind: {leftovers:?}").into());
+    }
+    let kept = records::read_sha(&first).map_err(|e| format!("{e:#}"))?;
+    if kept.as_deref() != Some("0123456789abcdef0123456789abcdef01234567") {
+        return Err("the earlier record was damaged".into());
+    }
+    eprintln!("  full filesystem: {text}");
+    Ok(Completion::Completed)
+}
+
+pub fn read_only_filesystem() -> Result<Completion, Failed> {
+    let m = match Mount::tmpfs("1m") {
+        Ok(x) => x,
+        Err(why) => return Ok(Completion::ignored_with(why)),
+    };
+    let dir = m.0.join("cnpe");
+    let sha = "0123456789abcdef0123456789abcdef01234567";
+    records::write_sha(&dir.join("baseline.sha"), sha).map_err(|e| format!("{e:#}"))?;
+    m.remount_ro()?;
+    let err = records::write_sha(&dir.join("bad.sha"), sha)
+        .expect_err("a read-only filesystem must fail the write");
+    let text = format!("{err:#}");
+    if !text.contains("Read-only file system") || !text.contains("bad.sha") {
+        return Err(format!("the error does not name the fault and the file: {text}").into());
+    }
+    if records::read_sha(&dir.join("baseline.sha"))
+        .map_err(|e| format!("{e:#}"))?
+        .as_deref()
+        != Some(sha)
+    {
+        return Err("the earlier record is unreadable".into());
+    }
+    // The whole command: it refuses at once, naming the directory, before touching a cluster.
+    let out = Command::new(env!("CARGO_BIN_EXE_cnpe-lab"))
+        .arg("run")
+        .env("CNPE_EVIDENCE_DIR", &dir)
+        .env_remove("CNPE_CLUSTER")
+        .env("KUBECONFIG", "/nonexistent")
+        .output()
+        .map_err(|e| e.to_string())?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.success()
+        || !stderr.contains(&dir.display().to_string())
+        || !stderr.contains("Read-only file system")
+    {
+        return Err(format!(
+            "cnpe-lab run on a read-only evidence dir: exit {:?}, stderr {stderr}",
+            out.status.code()
+        )
+        .into());
+    }
+    eprintln!("  read-only filesystem: {}", stderr.trim());
+    Ok(Completion::Completed)
+}
