@@ -475,3 +475,43 @@ fn gate_binary_finds_the_compiled_gate() {
         found.display()
     );
 }
+
+#[test]
+fn the_launcher_runs_through_its_shebang_too() {
+    let lab = Lab::new();
+    let state = lab.state("good.json", &valid());
+    let o = Command::new(&lab.installed.script)
+        .arg(&state)
+        .arg(SHA)
+        .arg(BODY)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = Command::new(&lab.installed.script)
+        .arg(&state)
+        .arg(OTHER_SHA)
+        .arg(BODY)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+}
+
+#[test]
+fn a_launcher_copied_away_from_bin_uses_the_installed_gate() {
+    let lab = Lab::new();
+    let state = lab.state("good.json", &valid());
+    let elsewhere = tempfile::tempdir().unwrap();
+    let copy = elsewhere.path().join("release-gate.py");
+    fs::copy(&lab.installed.script, &copy).unwrap();
+    assert_eq!(
+        run_py(&copy, &state, SHA, BODY).unwrap().status.code(),
+        Some(0)
+    );
+    assert_eq!(
+        run_py(&copy, &state, OTHER_SHA, BODY)
+            .unwrap()
+            .status
+            .code(),
+        Some(1)
+    );
+}
