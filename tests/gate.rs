@@ -470,6 +470,18 @@ mod gate {
             assert_eq!(run(&four).status.code(), Some(2));
         }
 
+        /// `-h` / `--help` / `--version` where an argument was meant must never exit 0.
+        #[test]
+        fn gate_command_help_and_version_never_exit_0() {
+            let dir = tempfile::tempdir().unwrap();
+            let p = write_state(dir.path(), &Value::Object(valid()));
+            for flag in ["-h", "--help", "-V", "--version"] {
+                let args = [p.as_os_str(), SHA.as_ref(), flag.as_ref()];
+                assert_eq!(run(&args).status.code(), Some(2), "{flag} as the body");
+                assert_eq!(run(&[flag.as_ref()]).status.code(), Some(2), "{flag} alone");
+            }
+        }
+
         #[test]
         fn gate_command_unreadable_files_exit_2_naming_the_file() {
             let dir = tempfile::tempdir().unwrap();

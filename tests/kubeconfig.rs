@@ -324,7 +324,6 @@ async fn documents_that_cannot_be_merged_are_named() {
 /// Today `cnpe-lab` still uses `kube::Config::infer()` (src/cluster.rs `connect`), which prints
 /// the saphyr snippet, token included; un-ignore once `connect` uses `kubeconfig::load`.
 #[test]
-#[ignore = "needs cnpe-lab wired to kubeconfig::load (lead)"]
 fn cnpe_lab_observe_does_not_print_the_kubeconfig() {
     let dir = tempfile::tempdir().unwrap();
     let p = write(

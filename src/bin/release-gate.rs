@@ -45,7 +45,15 @@ fn read_with_deadline(path: &Path) -> anyhow::Result<Vec<u8>> {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    // Only an approval exits 0: help and version requests (`-h` where a body was meant) are
+    // usage outcomes like any other parse error, so the gate can never pass by accident.
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(2);
+        }
+    };
     let bytes = match read_with_deadline(&args.state_json) {
         Ok(b) => b,
         Err(e) => {
