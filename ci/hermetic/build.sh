@@ -18,9 +18,11 @@ timed() { # timed NAME FUNC
 APT_PKGS=(containerd runc containernetworking-plugins redis-server git busybox-static
           openssl iproute2 iptables ca-certificates curl gcc libc6-dev jq)
 part_debs() {
-  local missing=() p
+  local missing=() p st
   for p in "${APT_PKGS[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    # captured, not piped into grep -q: under pipefail a writer killed by SIGPIPE fails the test
+    st="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
+    [ "$st" = "install ok installed" ] || missing+=("$p")
   done
   if [ ${#missing[@]} -eq 0 ]; then log "debs: all installed, skip"; return; fi
   log "debs: installing ${missing[*]}"
@@ -29,11 +31,11 @@ part_debs() {
   local prc=/usr/sbin/policy-rc.d had_prc=0
   [ -e $prc ] && had_prc=1
   [ $had_prc = 1 ] || { printf '#!/bin/sh\nexit 101\n' > $prc; chmod +x $prc; }
-  apt-get update -qq || true
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  apt-get -o DPkg::Lock::Timeout=600 update -qq || true
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"
   [ $had_prc = 1 ] || rm -f $prc
-  # make sure nothing installed as a service keeps running
-  pkill -x redis-server 2>/dev/null || true
+  # policy-rc.d kept every postinst from starting a service, so nothing is killed here (no
+  # pkill by name: it could end another job's redis)
 }
 
 # ---------------------------------------------------------------- Go binaries
@@ -69,21 +71,32 @@ part_etcd() {
      -o "$BIN/etcd" go.etcd.io/etcd/server/v3)
   touch "$BIN/.etcd-$ETCD_VERSION"
 }
-argocd_crds() { # up.sh applies these; copied so up.sh needs no Go module cache
-  local dst="$CACHE/manifests/argocd-$ARGOCD_VERSION" src
-  [ -s "$dst/application-crd.yaml" ] && [ -s "$dst/appproject-crd.yaml" ] && return
+ARGO_SRC_FILES=(manifests/crds/application-crd.yaml manifests/crds/appproject-crd.yaml
+                hack/git-verify-wrapper.sh hack/gpg-wrapper.sh)
+argocd_files() { # files up.sh needs from the argo-cd module, copied so up.sh needs no Go module cache
+  # CRDs -> $CACHE/manifests/argocd-$V/; the helper scripts the repo-server execs by name from
+  # $PATH (the upstream image copies them to /usr/local/bin) -> $CACHE/libexec/argocd-$V/.
+  local man="$CACHE/manifests/argocd-$ARGOCD_VERSION" lib="$CACHE/libexec/argocd-$ARGOCD_VERSION" src f ok=1
+  for f in "$man/application-crd.yaml" "$man/appproject-crd.yaml" "$lib/git-verify-wrapper.sh" "$lib/gpg-wrapper.sh"; do
+    [ -s "$f" ] || ok=0
+  done
+  [ $ok = 1 ] && return
   # On a cold module cache `go list -m` prints an empty Dir: download the module first.
   (cd "$HERMETIC_DIR/modules/argocd" && go mod download github.com/argoproj/argo-cd/v3)
   src="$(cd "$HERMETIC_DIR/modules/argocd" && go list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)"
-  if [ -z "$src" ] || [ ! -d "$src/manifests/crds" ]; then
-    echo "build.sh: argo-cd module source not found (go list gave '$src')" >&2
-    return 1
-  fi
-  src="$src/manifests/crds"
-  mkdir -p "$dst"; cp "$src"/application-crd.yaml "$src"/appproject-crd.yaml "$dst/"
+  for f in "${ARGO_SRC_FILES[@]}"; do
+    if [ -z "$src" ] || [ ! -s "$src/$f" ]; then
+      echo "build.sh: $f not found in the argo-cd module (go list gave '$src')" >&2
+      return 1
+    fi
+  done
+  mkdir -p "$man" "$lib"
+  cp "$src/manifests/crds/application-crd.yaml" "$src/manifests/crds/appproject-crd.yaml" "$man/"
+  # the module cache is read-only (0444): install with modes of our own
+  install -m 0755 "$src/hack/git-verify-wrapper.sh" "$src/hack/gpg-wrapper.sh" "$lib/"
 }
 part_argocd() {
-  argocd_crds
+  argocd_files
   if [ -x "$BIN/argocd" ] && [ -e "$BIN/.argocd-$ARGOCD_VERSION" ]; then log "argocd: built, skip"; return; fi
   log "argocd: building $ARGOCD_VERSION"
   local p=github.com/argoproj/argo-cd/v3/common
@@ -91,7 +104,7 @@ part_argocd() {
    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $p.version=${ARGOCD_VERSION#v} -X $p.buildDate=2026-01-01T00:00:00Z -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.gitTreeState=clean" \
      -o "$BIN/argocd" github.com/argoproj/argo-cd/v3/cmd)
   local n
-  for n in argocd-repo-server argocd-application-controller; do ln -sf argocd "$BIN/$n"; done
+  for n in argocd-repo-server argocd-application-controller argocd-git-ask-pass; do ln -sf argocd "$BIN/$n"; done
   touch "$BIN/.argocd-$ARGOCD_VERSION"
 }
 
@@ -133,7 +146,7 @@ part_nginx() {
   local dl="$DEBS/nginx"; mkdir -p "$dl"
   if ! ls "$dl"/nginx*.deb >/dev/null 2>&1; then
     if ! (cd "$dl" && apt-get download nginx nginx-common 2>/dev/null); then
-      apt-get update -qq
+      apt-get -o DPkg::Lock::Timeout=600 update -qq
       (cd "$dl" && apt-get download nginx nginx-common)
     fi
     # Debian 12 splits the binary into nginx-core/nginx-light in some releases

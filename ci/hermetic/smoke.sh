@@ -13,7 +13,12 @@ URL="git://gitd.gitsrv.svc.cluster.local:9418/smoke.git"
 K() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 T0=$(date +%s)
 ok() { printf 'ok   %s\n' "$*"; }
-die() { printf 'FAIL %s\n' "$*" >&2; K -n argocd get application "$APP" -o yaml 2>/dev/null | sed -n '/^status:/,$p' | head -60 >&2; exit 1; }
+die() { # the app's status (first 60 lines) after the message; captured, never piped into head
+  local y; y="$(K -n argocd get application "$APP" -o yaml 2>/dev/null || true)"
+  printf 'FAIL %s\n' "$*" >&2
+  printf '%s\n' "$y" | awk '/^status:/{p=1} p && n++ < 60' >&2
+  exit 1
+}
 
 cleanup() {
   K -n argocd delete application "$APP" --ignore-not-found --wait=false >/dev/null 2>&1 || true
@@ -49,16 +54,26 @@ JSON
   git -C "$WORK" rev-parse HEAD
 }
 appfield() { K -n argocd get application "$APP" -o "jsonpath=$1" 2>/dev/null; }
-wait_state() { # wait_state SHA HEALTH TIMEOUT
-  local sha="$1" want="$2" t="$3" i s
-  for ((i=0; i<t; i++)); do
-    s="$(appfield '{.spec.source.targetRevision} {.status.sync.revision} {.status.operationState.syncResult.revision} {.status.operationState.phase} {.status.sync.status} {.status.health.status}')"
+wait_state() { # wait_state SHA HEALTH TIMEOUT : poll the live Application until the deadline
+  local sha="$1" want="$2" t="$3" s="" deadline
+  deadline=$((SECONDS + t))
+  while [ $SECONDS -lt $deadline ]; do
+    s="$(appfield '{.spec.source.targetRevision} {.status.sync.revision} {.status.operationState.syncResult.revision} {.status.operationState.phase} {.status.sync.status} {.status.health.status}' || true)"
     [ "$s" = "$sha $sha $sha Succeeded Synced $want" ] && return 0
     sleep 1
   done
   die "app not '$sha Synced $want' after ${t}s (last: $s)"
 }
 proxy_get() { K get --raw "/api/v1/namespaces/$NS/services/web:80/proxy/" 2>&1; }
+wait_body() { # wait_body WANT TIMEOUT : poll the service proxy until it answers exactly WANT
+  local deadline=$((SECONDS + $2))
+  body=""
+  while [ $SECONDS -lt $deadline ]; do
+    body="$(proxy_get)" && [ "$body" = "$1" ] && return 0
+    sleep 1
+  done
+  return 1
+}
 
 K get ns "$NS" >/dev/null 2>&1 || K create ns "$NS" >/dev/null
 GOOD=$(release /)
@@ -87,9 +102,7 @@ YAML
 wait_state "$GOOD" Healthy 180
 ok "Application Synced+Healthy at $GOOD ($(( $(date +%s) - T0 ))s)"
 [ "$(K -n "$NS" get deploy web -o jsonpath='{.status.readyReplicas}')" = 1 ] || die "deployment not ready"
-body=""
-for i in $(seq 1 20); do body="$(proxy_get)" && [ "$body" = labhub-cnpe-v1 ] && break; sleep 1; done
-[ "$body" = labhub-cnpe-v1 ] || die "service proxy body: $body"
+wait_body labhub-cnpe-v1 20 || die "service proxy body: $body"
 ok "service proxy body is exactly labhub-cnpe-v1"
 
 sed -i 's#"path":"/"#"path":"/not-ready"#' "$WORK/app/release.json"
@@ -100,7 +113,8 @@ K -n argocd annotate application "$APP" argocd.argoproj.io/refresh=normal --over
 wait_state "$BAD" Degraded 120
 ok "bad release $BAD: Synced+Degraded"
 [ -z "$(K -n "$NS" get deploy web -o jsonpath='{.status.readyReplicas}')" ] || die "deployment unexpectedly ready"
-K -n "$NS" get deploy web -o jsonpath='{.status.conditions[?(@.type=="Progressing")].reason}' | grep -qx ProgressDeadlineExceeded || die "no ProgressDeadlineExceeded"
+reason="$(K -n "$NS" get deploy web -o jsonpath='{.status.conditions[?(@.type=="Progressing")].reason}')"
+[ "$reason" = ProgressDeadlineExceeded ] || die "no ProgressDeadlineExceeded (Progressing reason: '$reason')"
 out="$(proxy_get || true)"
 case "$out" in *"no endpoints available"*|*ServiceUnavailable*|*503*) ok "service proxy fails while unready: ${out:0:80}";;
   *) die "unexpected proxy answer while unready: $out";; esac
@@ -108,8 +122,6 @@ git -C "$WORK" revert --no-edit HEAD >/dev/null; git -C "$WORK" push -q "$REPO" 
 REC=$(git -C "$WORK" rev-parse HEAD)
 K -n argocd patch application "$APP" --type merge -p "{\"spec\":{\"source\":{\"targetRevision\":\"$REC\"}}}" >/dev/null
 wait_state "$REC" Healthy 120
-body=""
-for i in $(seq 1 20); do body="$(proxy_get)" && [ "$body" = labhub-cnpe-v1 ] && break; sleep 1; done
-[ "$body" = labhub-cnpe-v1 ] || die "service proxy body after revert: $body"
+wait_body labhub-cnpe-v1 20 || die "service proxy body after revert: $body"
 ok "reverted release $REC: Synced+Healthy, body labhub-cnpe-v1"
 echo "smoke: all checks passed in $(( $(date +%s) - T0 ))s"

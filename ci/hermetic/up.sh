@@ -19,7 +19,11 @@ for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl e
   [ -x "$BIN/$b" ] || missing+=("$BIN/$b")
 done
 ARGO_CRDS="$CACHE/manifests/argocd-$ARGOCD_VERSION"
+ARGO_LIBEXEC="$CACHE/libexec/argocd-$ARGOCD_VERSION"   # git-verify-wrapper.sh, gpg-wrapper.sh (build.sh)
 for f in "$IMAGES/pause.tar" "$IMAGES/nginx.tar" "$ARGO_CRDS/application-crd.yaml" "$ARGO_CRDS/appproject-crd.yaml"; do [ -s "$f" ] || missing+=("$f"); done
+if [ -n "$ARGO_BINS" ]; then
+  for f in git-verify-wrapper.sh gpg-wrapper.sh; do [ -x "$ARGO_LIBEXEC/$f" ] || missing+=("$ARGO_LIBEXEC/$f"); done
+fi
 for c in containerd runc redis-server git openssl ctr; do command -v "$c" >/dev/null || missing+=("$c (apt)"); done
 [ -x /usr/lib/cni/bridge ] || missing+=("/usr/lib/cni/bridge (apt containernetworking-plugins)")
 if [ ${#missing[@]} -gt 0 ]; then
@@ -53,11 +57,12 @@ start() { # start NAME CMD... : background daemon, own session, pid recorded
   log "started $name (pid $!)"
 }
 alive() { local p; p=$(awk -v n="$1" '$1==n{print $2}' "$PIDFILE"); [ -n "$p" ] && running "$p"; }
-waitfor() { # waitfor NAME TIMEOUT CMD...
-  local name="$1" t="$2" i=0; shift 2
+waitfor() { # waitfor NAME TIMEOUT CMD... : poll CMD until it succeeds; NAME must stay alive
+  local name="$1" t="$2" deadline; shift 2
+  deadline=$((SECONDS + t))
   until "$@" >/dev/null 2>&1; do
     alive "$name" || fail "$name" "process exited"
-    i=$((i+1)); [ $i -ge $((t*2)) ] && fail "$name" "not ready after ${t}s"
+    [ $SECONDS -lt $deadline ] || fail "$name" "not ready after ${t}s"
     sleep 0.5
   done
 }
@@ -76,7 +81,13 @@ if ! ip link show "$HOSTIF" >/dev/null 2>&1; then
   # dummy when the kernel has it, else an empty bridge (same effect: a local /32 that is not loopback)
   ip link add "$HOSTIF" type dummy 2>/dev/null || ip link add "$HOSTIF" type bridge
 fi
-ip addr show dev "$HOSTIF" | grep -q " $NODE_IP/" || ip addr add "$NODE_IP/32" dev "$HOSTIF"
+# captured, never `ip ... | grep -q`: under pipefail grep -q exiting at the first match can kill ip
+# with SIGPIPE, the pipeline fails, and the add then runs on an address that is already there
+hostif_addrs="$(ip -o -4 addr show dev "$HOSTIF")"
+case "$hostif_addrs" in
+  *" $NODE_IP/"*) ;;
+  *) ip addr add "$NODE_IP/32" dev "$HOSTIF" ;;
+esac
 ip link set "$HOSTIF" up
 grep -qE '^127\.0\.0\.1\s+gitd\.gitsrv\.svc\.cluster\.local(\s|$)' /etc/hosts ||
   echo '127.0.0.1 gitd.gitsrv.svc.cluster.local' >> /etc/hosts
@@ -241,7 +252,7 @@ YAML
 start kubelet "$BIN/kubelet" --config="$RUN/kubelet.yaml" --kubeconfig="$RUN/kubelet.kubeconfig" \
   --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=1
 waitfor kubelet "$WAIT" curl -fsS http://127.0.0.1:10248/healthz
-node_ready() { KCTL get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' | grep -qx True; }
+node_ready() { [ "$(KCTL get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
 waitfor kubelet "$WAIT" node_ready
 log "node $NODE_NAME Ready"
 
@@ -262,7 +273,13 @@ KCTL create namespace argocd --dry-run=client -o yaml | KCTL apply -f - >/dev/nu
 KCTL create namespace cnpe-shop --dry-run=client -o yaml | KCTL apply -f - >/dev/null
 KCTL apply --server-side --force-conflicts -f "$ARGO_CRDS/application-crd.yaml" \
   -f "$ARGO_CRDS/appproject-crd.yaml" >/dev/null
-KCTL wait --for=condition=Established --timeout=60s crd/applications.argoproj.io crd/appprojects.argoproj.io >/dev/null
+# Not `kubectl wait --for=condition=Established`: right after the apply the CRD can have no
+# status at all and kubectl wait fails (".status.conditions accessor error: <nil>"). Poll the
+# condition, treating an absent status as not yet.
+crd_established() { [ "$(KCTL get crd "$1" -o 'jsonpath={.status.conditions[?(@.type=="Established")].status}')" = True ]; }
+for crd in applications.argoproj.io appprojects.argoproj.io; do
+  waitfor kube-apiserver 60 crd_established "$crd"
+done
 SECRETKEY="$(openssl rand -base64 32)"
 KCTL apply -f - >/dev/null <<YAML
 apiVersion: v1
@@ -299,12 +316,22 @@ YAML
 log "argocd objects applied"
 
 # ------------------------------------------------------------------ Argo CD processes
+# The repo-server execs git-verify-wrapper.sh by name for EVERY manifest generation (v3.5.2
+# calls VerifyCommitSignature unconditionally, even with ARGOCD_GPG_ENABLED=false); when the exec
+# fails it answers gRPC "permission denied". So its PATH starts with the helper scripts build.sh
+# copied from the argo-cd module. The ask-pass socket and GnuPG home default to /tmp and /app:
+# both moved under $RUN.
 ARGO_ENV=(env ARGOCD_FAKE_IN_CLUSTER=true KUBECONFIG="$RUN/argocd.kubeconfig" ARGOCD_GPG_ENABLED=false
-          TMPDIR="$RUN/argocd-tmp" HOME="$RUN/argocd-home" ARGOCD_CONTROLLER_REPLICAS=1)
-mkdir -p "$RUN/argocd-tmp" "$RUN/argocd-home"
+          TMPDIR="$RUN/argocd-tmp" HOME="$RUN/argocd-home" ARGOCD_CONTROLLER_REPLICAS=1
+          PATH="$ARGO_LIBEXEC:$PATH" ARGOCD_GNUPGHOME="$RUN/argocd-home/gnupg"
+          ARGOCD_ASK_PASS_SOCK="$RUN/argocd-tmp/reposerver-ask-pass.sock")
+mkdir -p "$RUN/argocd-tmp" "$RUN/argocd-home/gnupg"
+chmod 700 "$RUN/argocd-home/gnupg"
+# --client-ca-path "": v3.5 defaults it to /app/config/reposerver/mtls/client-ca.crt and refuses
+# --disable-tls while it is set.
 start argocd-repo-server "${ARGO_ENV[@]}" ARGOCD_BINARY_NAME=argocd-repo-server "$BIN/argocd" \
   --address 127.0.0.1 --port 8081 --metrics-address 127.0.0.1 --metrics-port 8084 \
-  --disable-tls --redis "127.0.0.1:$REDIS_PORT" --logformat text --loglevel info
+  --disable-tls --client-ca-path "" --redis "127.0.0.1:$REDIS_PORT" --logformat text --loglevel info
 waitfor argocd-repo-server 90 curl -fsS http://127.0.0.1:8084/healthz
 start argocd-application-controller "${ARGO_ENV[@]}" ARGOCD_BINARY_NAME=argocd-application-controller "$BIN/argocd" \
   --namespace argocd --repo-server 127.0.0.1:8081 --repo-server-plaintext \
