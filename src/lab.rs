@@ -717,6 +717,33 @@ impl Lab {
 }
 
 impl Lab {
-    // TEMPORARY until report/junit land
-    pub fn write_reports(&self, _results: &[crate::runner::StepResult]) {}
+    /// `junit.xml` (this run's trials) and `report.svg` (the picture of every observation).
+    /// Reports, not records: regenerated each run; a failure to write one is printed, never
+    /// hidden, and never fails the lab's own records.
+    pub fn write_reports(&self, results: &[crate::runner::StepResult]) {
+        use crate::junit::{TrialOutcome, TrialRecord};
+        use crate::runner::Outcome;
+        let trials: Vec<TrialRecord> = results
+            .iter()
+            .map(|r| TrialRecord {
+                name: r.step.trial_name().into(),
+                outcome: match &r.outcome {
+                    Outcome::Passed(_) => TrialOutcome::Passed,
+                    Outcome::Failed(e) => TrialOutcome::Failed { message: e.clone() },
+                    Outcome::Skipped { after } => TrialOutcome::Failed {
+                        message: format!("skipped: {after} failed"),
+                    },
+                },
+                seconds: r.seconds,
+            })
+            .collect();
+        match crate::junit::write_junit(&self.records.dir, "lab", &trials) {
+            Ok(p) => eprintln!("junit: {}", p.display()),
+            Err(e) => eprintln!("junit.xml not written: {e:#}"),
+        }
+        match crate::report::write_report(&self.records.dir) {
+            Ok(p) => eprintln!("report: {}", p.display()),
+            Err(e) => eprintln!("report.svg not written: {e:#}"),
+        }
+    }
 }

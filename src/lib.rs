@@ -27,6 +27,7 @@ pub mod wait;
 pub mod cluster;
 pub mod git;
 pub mod history;
+pub mod junit;
 pub mod kubeconfig;
 pub mod lab;
 pub mod launcher;

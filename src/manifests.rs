@@ -41,6 +41,9 @@ pub struct ResourceList {
     pub items: Vec<Value>,
 }
 
+/// The Deployment's `progressDeadlineSeconds`: when Kubernetes gives up on a rollout.
+pub const PROGRESS_DEADLINE_SECONDS: i32 = 20;
+
 /// The container's start command: write the page with no trailing newline, then run nginx in
 /// the foreground. `html_dir` is a parameter only so a test can run the script for real.
 pub fn start_script(body: &str, html_dir: &str) -> String {
@@ -110,7 +113,7 @@ pub fn deployment(cfg: &Config, readiness_path: &str) -> Deployment {
         },
         spec: Some(DeploymentSpec {
             replicas: Some(1),
-            progress_deadline_seconds: Some(20),
+            progress_deadline_seconds: Some(PROGRESS_DEADLINE_SECONDS),
             strategy: Some(DeploymentStrategy {
                 type_: Some("Recreate".into()),
                 ..Default::default()

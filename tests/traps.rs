@@ -565,6 +565,7 @@ struct Shared {
     rt: tokio::runtime::Runtime,
     fixture: Mutex<Option<Fixture>>,
     availability: support::Availability,
+    junit: Mutex<Vec<cnpe_lab::junit::TrialRecord>>,
 }
 
 fn connect(rt: &tokio::runtime::Runtime, cfg: Config) -> Result<Fixture, String> {
@@ -595,13 +596,14 @@ fn main() {
         rt,
         fixture: Mutex::new(connected.ok()),
         availability,
+        junit: Mutex::new(Vec::new()),
     });
     let mut trials: Vec<Trial> = TRAPS
         .iter()
         .map(|(name, trap)| {
             let shared = shared.clone();
             let trap = *trap;
-            Trial::ignorable_test(*name, move || run_trap(&shared, trap))
+            Trial::ignorable_test(*name, move || run_trap(&shared, name, trap))
         })
         .collect();
     trials.extend(FAULTS.iter().map(|(name, fault)| {
@@ -615,7 +617,7 @@ fn main() {
                     )));
                 }
             }
-            run_trap(&shared, fault)
+            run_trap(&shared, name, fault)
         })
     }));
     // Off the cluster, as root: the evidence directory on a full and a read-only filesystem.
@@ -654,13 +656,40 @@ fn main() {
             }
         }
     }
+    if let Some(f) = shared.fixture.lock().unwrap().as_ref() {
+        match cnpe_lab::junit::write_junit(&f.records.dir, "traps", &shared.junit.lock().unwrap()) {
+            Ok(p) => eprintln!("traps: junit {}", p.display()),
+            Err(e) => eprintln!("traps: junit not written: {e:#}"),
+        }
+    }
     if let Some(p) = provisioned {
         eprintln!("{}", p.farewell());
     }
     conclusion.exit();
 }
 
-fn run_trap(shared: &Shared, trap: TrapFn) -> Result<Completion, Failed> {
+fn run_trap(shared: &Shared, name: &str, trap: TrapFn) -> Result<Completion, Failed> {
+    let t0 = Instant::now();
+    let result = run_trap_inner(shared, trap);
+    use cnpe_lab::junit::{TrialOutcome, TrialRecord};
+    let outcome = match &result {
+        Ok(Completion::Completed) => TrialOutcome::Passed,
+        Ok(_) => TrialOutcome::Ignored {
+            reason: "not run here (see the banner)".into(),
+        },
+        Err(e) => TrialOutcome::Failed {
+            message: e.message().unwrap_or("failed").to_string(),
+        },
+    };
+    shared.junit.lock().unwrap().push(TrialRecord {
+        name: name.into(),
+        outcome,
+        seconds: t0.elapsed().as_secs_f64(),
+    });
+    result
+}
+
+fn run_trap_inner(shared: &Shared, trap: TrapFn) -> Result<Completion, Failed> {
     if let Some(v) = shared.availability.verdict("TRAPS") {
         return v;
     }

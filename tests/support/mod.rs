@@ -203,8 +203,21 @@ impl LabCluster {
     /// Commits `release` on the working copy (history only grows) and pushes it.
     pub fn commit(&self, release: &serde_json::Value, message: &str) -> Result<String, String> {
         let git = GitOps::prepare(&self.cfg).map_err(|e| format!("{e:#}"))?;
+        let bytes = to_file_bytes(release);
+        // An earlier interrupted trial may have left exactly this release at HEAD: reuse it.
+        if let Some(h) = git.head().map_err(|e| format!("{e:#}"))? {
+            if git
+                .file_at(h, RELEASE_PATH)
+                .map_err(|e| format!("{e:#}"))?
+                .as_deref()
+                == Some(&bytes[..])
+            {
+                git.push().map_err(|e| format!("{e:#}"))?;
+                return Ok(h.to_string());
+            }
+        }
         let oid = git
-            .commit_file(RELEASE_PATH, &to_file_bytes(release), message)
+            .commit_file(RELEASE_PATH, &bytes, message)
             .map_err(|e| format!("{e:#}"))?;
         git.push().map_err(|e| format!("{e:#}"))?;
         Ok(oid.to_string())

@@ -1,0 +1,263 @@
+//! `report.svg`: the lab's point as a picture. One lane per signal over time, the targetRevision
+//! changes with their short SHAs, the progress deadline, the moment the outage was detected and
+//! the recovery, and the window where Argo CD said Synced while the service served nothing,
+//! shaded. Drawn with plotters' SVG backend (no fonts or system libraries needed); pure
+//! ([`render_svg`]) apart from [`write_report`], which reads the records and writes the file.
+
+use crate::observations::{self, Mark, MarkKind, Observation};
+use crate::records::RecordPaths;
+use anyhow::{bail, Context, Result};
+use chrono::{DateTime, FixedOffset};
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::path::{Path, PathBuf};
+
+const WIDTH: u32 = 1200;
+const LEFT: i32 = 190;
+const RIGHT: i32 = 30;
+const TOP: i32 = 120;
+const LANE: i32 = 44;
+const GAP: i32 = 8;
+
+/// The lanes, top to bottom: name and how an observation reads in it.
+fn lanes() -> Vec<(&'static str, fn(&Observation) -> String)> {
+    vec![
+        ("Argo sync", |o| {
+            o.sync.clone().unwrap_or_else(|| "-".into())
+        }),
+        ("Argo health", |o| {
+            o.health.clone().unwrap_or_else(|| "-".into())
+        }),
+        ("sync operation", |o| {
+            o.operation_phase.clone().unwrap_or_else(|| "-".into())
+        }),
+        ("observed revision", |o| {
+            o.observed_revision
+                .as_deref()
+                .map_or("-".into(), |s| crate::sha::short(s).to_string())
+        }),
+        ("ready endpoints", |o| o.ready_endpoints.to_string()),
+        ("HTTP", |o| {
+            o.http_code.map_or("no answer".into(), |c| c.to_string())
+        }),
+        ("deadline exceeded", |o| {
+            if o.progress_deadline_exceeded {
+                "yes".into()
+            } else {
+                "no".into()
+            }
+        }),
+    ]
+}
+
+fn color_of(lane: &str, value: &str) -> RGBColor {
+    let good = RGBColor(76, 175, 80);
+    let bad = RGBColor(229, 57, 53);
+    let warn = RGBColor(251, 192, 45);
+    let grey = RGBColor(189, 189, 189);
+    match (lane, value) {
+        (_, "-") => grey,
+        ("Argo sync", "Synced") | ("Argo health", "Healthy") | ("sync operation", "Succeeded") => {
+            good
+        }
+        ("Argo sync", "OutOfSync")
+        | ("Argo health", "Progressing")
+        | ("sync operation", "Running") => warn,
+        ("Argo health", "Degraded") | ("sync operation", "Failed" | "Error") => bad,
+        ("ready endpoints", "0") | ("deadline exceeded", "yes") => bad,
+        ("ready endpoints", _) | ("deadline exceeded", "no") => good,
+        ("HTTP", "200") => good,
+        ("HTTP", _) => bad,
+        ("observed revision", v) => {
+            // A stable color per revision.
+            let h = v
+                .bytes()
+                .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32));
+            let palette = [
+                RGBColor(66, 133, 244),
+                RGBColor(171, 71, 188),
+                RGBColor(0, 150, 136),
+                RGBColor(255, 112, 67),
+            ];
+            palette[(h % palette.len() as u32) as usize]
+        }
+        _ => grey,
+    }
+}
+
+fn parse(at: &str) -> Result<DateTime<FixedOffset>> {
+    DateTime::parse_from_rfc3339(at).with_context(|| format!("time {at:?} is not RFC 3339"))
+}
+
+/// Renders the picture (pure). Observations must be in time order (as appended).
+pub fn render_svg(obs: &[Observation], marks: &[Mark]) -> Result<String> {
+    if obs.is_empty() {
+        bail!(
+            "no observations to draw (observations.ndjson is empty or missing: run the lab first)"
+        );
+    }
+    let t0 = parse(&obs[0].at)?;
+    let secs =
+        |at: &str| -> Result<f64> { Ok((parse(at)? - t0).num_milliseconds() as f64 / 1000.0) };
+    let times: Vec<f64> = obs.iter().map(|o| secs(&o.at)).collect::<Result<_>>()?;
+    let mark_times: Vec<f64> = marks.iter().map(|m| secs(&m.at)).collect::<Result<_>>()?;
+    let t_end = times
+        .iter()
+        .chain(mark_times.iter())
+        .cloned()
+        .fold(1.0, f64::max)
+        + 2.0;
+    let t_start = mark_times.iter().cloned().fold(0.0, f64::min);
+    let lanes = lanes();
+    let height = (TOP + lanes.len() as i32 * (LANE + GAP) + 70) as u32;
+    let plot_w = WIDTH as i32 - LEFT - RIGHT;
+    let x = |t: f64| LEFT + ((t - t_start) / (t_end - t_start) * plot_w as f64).round() as i32;
+    let lanes_bottom = TOP + lanes.len() as i32 * (LANE + GAP);
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        let e = |e: DrawingAreaErrorKind<std::io::Error>| anyhow::anyhow!("drawing: {e:?}");
+        root.fill(&WHITE).map_err(e)?;
+        let title = ("sans-serif", 22).into_font().color(&BLACK);
+        let small = ("sans-serif", 13).into_font().color(&BLACK);
+        let tiny = ("sans-serif", 11).into_font().color(&RGBColor(33, 33, 33));
+        root.draw(&Text::new(
+            "\"Synced\" is not \"serving\": the lab's outage and its recovery through Git",
+            (LEFT, 16),
+            title,
+        ))
+        .map_err(e)?;
+
+        // The Synced-but-not-serving window(s), shaded across every lane.
+        let mut windows: Vec<(f64, f64)> = Vec::new();
+        for (i, o) in obs.iter().enumerate() {
+            let (a, b) = (times[i], times.get(i + 1).copied().unwrap_or(t_end));
+            if o.synced_not_serving() {
+                match windows.last_mut() {
+                    Some(w) if (w.1 - a).abs() < 1e-9 => w.1 = b,
+                    _ => windows.push((a, b)),
+                }
+            }
+        }
+        for (a, b) in &windows {
+            root.draw(&Rectangle::new(
+                [(x(*a), TOP - 8), (x(*b), lanes_bottom)],
+                RGBColor(229, 57, 53).mix(0.12).filled(),
+            ))
+            .map_err(e)?;
+            root.draw(&Rectangle::new(
+                [(x(*a), TOP - 8), (x(*b), lanes_bottom)],
+                RGBColor(229, 57, 53).stroke_width(2),
+            ))
+            .map_err(e)?;
+            let label = format!("Synced but not serving ({:.1}s)", b - a);
+            let style = ("sans-serif", 14)
+                .into_font()
+                .color(&RGBColor(183, 28, 28))
+                .pos(Pos::new(HPos::Center, VPos::Bottom));
+            root.draw(&Text::new(label, ((x(*a) + x(*b)) / 2, TOP - 10), style))
+                .map_err(e)?;
+        }
+
+        // Lanes: one colored segment per run of equal values, labelled when wide enough.
+        for (li, (name, read)) in lanes.iter().enumerate() {
+            let y0 = TOP + li as i32 * (LANE + GAP);
+            let label = small.clone().pos(Pos::new(HPos::Right, VPos::Center));
+            root.draw(&Text::new(*name, (LEFT - 10, y0 + LANE / 2), label))
+                .map_err(e)?;
+            let mut i = 0;
+            while i < obs.len() {
+                let v = read(&obs[i]);
+                let mut j = i;
+                while j + 1 < obs.len() && read(&obs[j + 1]) == v {
+                    j += 1;
+                }
+                let (a, b) = (times[i], times.get(j + 1).copied().unwrap_or(t_end));
+                let (xa, xb) = (x(a), x(b).max(x(a) + 1));
+                root.draw(&Rectangle::new(
+                    [(xa, y0), (xb, y0 + LANE)],
+                    color_of(name, &v).mix(0.85).filled(),
+                ))
+                .map_err(e)?;
+                if xb - xa > 9 * v.len() as i32 {
+                    let t = tiny.clone().pos(Pos::new(HPos::Center, VPos::Center));
+                    root.draw(&Text::new(v.clone(), ((xa + xb) / 2, y0 + LANE / 2), t))
+                        .map_err(e)?;
+                }
+                i = j + 1;
+            }
+        }
+
+        // Marks: a vertical line each, labels staggered in rows above the lanes.
+        for (k, (m, t)) in marks.iter().zip(&mark_times).enumerate() {
+            let color = match m.kind {
+                MarkKind::TargetRevisionSet => RGBColor(33, 33, 33),
+                MarkKind::ProgressDeadline => RGBColor(123, 31, 162),
+                MarkKind::OutageDetected => RGBColor(198, 40, 40),
+                MarkKind::Recovered => RGBColor(46, 125, 50),
+            };
+            let xm = x(*t);
+            let row = TOP - 60 + (k as i32 % 3) * 16;
+            root.draw(&PathElement::new(
+                vec![(xm, row + 4), (xm, lanes_bottom + 4)],
+                color.stroke_width(2),
+            ))
+            .map_err(e)?;
+            let style = ("sans-serif", 12)
+                .into_font()
+                .color(&color)
+                .pos(Pos::new(HPos::Left, VPos::Bottom));
+            root.draw(&Text::new(
+                format!("{} +{:.1}s", m.label, t),
+                (xm + 3, row + 2),
+                style,
+            ))
+            .map_err(e)?;
+        }
+
+        // Time axis.
+        let axis_y = lanes_bottom + 10;
+        root.draw(&PathElement::new(
+            vec![(LEFT, axis_y), (LEFT + plot_w, axis_y)],
+            BLACK.stroke_width(1),
+        ))
+        .map_err(e)?;
+        let step = [1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0]
+            .into_iter()
+            .find(|s| (t_end - t_start) / s <= 14.0)
+            .unwrap_or(300.0);
+        let mut t = (t_start / step).ceil() * step;
+        while t <= t_end {
+            root.draw(&PathElement::new(
+                vec![(x(t), axis_y), (x(t), axis_y + 5)],
+                BLACK.stroke_width(1),
+            ))
+            .map_err(e)?;
+            let style = tiny.clone().pos(Pos::new(HPos::Center, VPos::Top));
+            root.draw(&Text::new(format!("{t:.0}s"), (x(t), axis_y + 7), style))
+                .map_err(e)?;
+            t += step;
+        }
+        let legend = format!(
+            "seconds since the first observation ({}); shaded: Argo CD reports Synced while ready endpoints are 0 or HTTP is not 200",
+            obs[0].at
+        );
+        root.draw(&Text::new(legend, (LEFT, axis_y + 30), tiny.clone()))
+            .map_err(e)?;
+        root.present().map_err(e)?;
+    }
+    Ok(svg)
+}
+
+/// Reads `observations.ndjson` and the records in `evidence_dir` and (re)writes `report.svg`.
+/// The picture is a rendering, not a record: regenerating it is the point.
+pub fn write_report(evidence_dir: &Path) -> Result<PathBuf> {
+    let records = RecordPaths::new(evidence_dir);
+    let obs = observations::read_all(&records.observations())?;
+    let marks = observations::marks(&records, crate::manifests::PROGRESS_DEADLINE_SECONDS as i64)?;
+    let svg = render_svg(&obs, &marks)?;
+    let path = evidence_dir.join("report.svg");
+    std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
