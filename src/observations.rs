@@ -21,7 +21,15 @@ pub struct Observation {
     pub observed_revision: Option<String>,
     pub ready_endpoints: i64,
     pub http_code: Option<u16>,
+    /// False when the wait did not probe HTTP for this observation (it probes only while the
+    /// Kubernetes part of its goal holds): then `http_code` says nothing.
+    #[serde(default = "probed_by_default")]
+    pub http_probed: bool,
     pub progress_deadline_exceeded: bool,
+}
+
+fn probed_by_default() -> bool {
+    true
 }
 
 impl From<&Evidence> for Observation {
@@ -35,6 +43,10 @@ impl From<&Evidence> for Observation {
             observed_revision: ev.observed_revision.clone(),
             ready_endpoints: ev.ready_endpoints,
             http_code: ev.http_code,
+            http_probed: !ev
+                .http_error
+                .as_deref()
+                .is_some_and(|e| e.starts_with(crate::observer::NOT_PROBED)),
             progress_deadline_exceeded: ev.progress_deadline_exceeded,
         }
     }
@@ -173,6 +185,7 @@ mod tests {
             observed_revision: None,
             ready_endpoints: endpoints,
             http_code: code,
+            http_probed: true,
             progress_deadline_exceeded: false,
         }
     }

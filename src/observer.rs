@@ -95,12 +95,17 @@ pub struct WaitSpec<'a> {
     pub progress: Progress,
 }
 
+/// The `http_error` of evidence for which the wait made no probe.
+pub const NOT_PROBED: &str = "not probed";
+
 fn not_probed(url: String) -> HttpOutcome {
     HttpOutcome {
         url,
         code: None,
         body: None,
-        error: Some("not probed: the Kubernetes part of the goal does not hold yet".into()),
+        error: Some(format!(
+            "{NOT_PROBED}: the Kubernetes part of the goal does not hold yet"
+        )),
     }
 }
 

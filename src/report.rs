@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 const WIDTH: u32 = 1200;
 const LEFT: i32 = 190;
 const RIGHT: i32 = 30;
-const TOP: i32 = 120;
+const TOP: i32 = 130;
 const LANE: i32 = 44;
 const GAP: i32 = 8;
 
@@ -37,8 +37,10 @@ fn lanes() -> Vec<(&'static str, fn(&Observation) -> String)> {
                 .map_or("-".into(), |s| crate::sha::short(s).to_string())
         }),
         ("ready endpoints", |o| o.ready_endpoints.to_string()),
-        ("HTTP", |o| {
-            o.http_code.map_or("no answer".into(), |c| c.to_string())
+        ("HTTP", |o| match (o.http_probed, o.http_code) {
+            (false, _) => "not probed".into(),
+            (true, Some(c)) => c.to_string(),
+            (true, None) => "no answer".into(),
         }),
         ("deadline exceeded", |o| {
             if o.progress_deadline_exceeded {
@@ -56,7 +58,7 @@ fn color_of(lane: &str, value: &str) -> RGBColor {
     let warn = RGBColor(251, 192, 45);
     let grey = RGBColor(189, 189, 189);
     match (lane, value) {
-        (_, "-") => grey,
+        (_, "-") | ("HTTP", "not probed") => grey,
         ("Argo sync", "Synced") | ("Argo health", "Healthy") | ("sync operation", "Succeeded") => {
             good
         }
@@ -151,6 +153,9 @@ pub fn render_svg(obs: &[Observation], marks: &[Mark]) -> Result<String> {
                 RGBColor(229, 57, 53).stroke_width(2),
             ))
             .map_err(e)?;
+            if b - a < 3.0 {
+                continue; // a pod starting: shaded, but too short to label legibly
+            }
             let label = format!("Synced but not serving ({:.1}s)", b - a);
             let style = ("sans-serif", 14)
                 .into_font()
@@ -198,7 +203,7 @@ pub fn render_svg(obs: &[Observation], marks: &[Mark]) -> Result<String> {
                 MarkKind::Recovered => RGBColor(46, 125, 50),
             };
             let xm = x(*t);
-            let row = TOP - 60 + (k as i32 % 3) * 16;
+            let row = TOP - 76 + (k as i32 % 4) * 15;
             root.draw(&PathElement::new(
                 vec![(xm, row + 4), (xm, lanes_bottom + 4)],
                 color.stroke_width(2),
@@ -260,4 +265,76 @@ pub fn write_report(evidence_dir: &Path) -> Result<PathBuf> {
     let path = evidence_dir.join("report.svg");
     std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obs(
+        sec: u32,
+        sync: &str,
+        health: &str,
+        rev: &str,
+        endpoints: i64,
+        http: Option<u16>,
+    ) -> Observation {
+        Observation {
+            at: format!("2026-12-03T07:00:{sec:02}.000Z"),
+            sync: Some(sync.into()),
+            health: Some(health.into()),
+            operation_phase: Some("Succeeded".into()),
+            target_revision: Some(rev.into()),
+            observed_revision: Some(rev.into()),
+            ready_endpoints: endpoints,
+            http_code: http,
+            http_probed: http.is_some(),
+            progress_deadline_exceeded: health == "Degraded",
+        }
+    }
+
+    #[test]
+    fn the_outage_window_is_drawn_labelled_with_its_length_and_the_marks() {
+        let (good, bad) = (
+            "1111111aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "2222222bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+        );
+        let run = vec![
+            obs(0, "Synced", "Healthy", good, 1, Some(200)),
+            obs(2, "Synced", "Progressing", bad, 0, None),
+            obs(24, "Synced", "Degraded", bad, 0, Some(503)),
+            obs(26, "Synced", "Healthy", good, 1, Some(200)),
+        ];
+        let marks = vec![
+            Mark {
+                kind: MarkKind::TargetRevisionSet,
+                at: "2026-12-03T07:00:01.500Z".into(),
+                label: "bad 2222222".into(),
+            },
+            Mark {
+                kind: MarkKind::OutageDetected,
+                at: "2026-12-03T07:00:24.000Z".into(),
+                label: "outage detected".into(),
+            },
+        ];
+        let svg = render_svg(&run, &marks).unwrap();
+        for needle in [
+            "Argo sync",
+            "ready endpoints",
+            "HTTP",
+            "Synced but not serving (24.0s)",
+            "2222222",
+            "1111111",
+            "bad 2222222 +1.5s",
+            "outage detected +24.0s",
+            "not probed",
+            "503",
+        ] {
+            assert!(svg.contains(needle), "{needle} missing");
+        }
+        assert!(render_svg(&[], &[])
+            .unwrap_err()
+            .to_string()
+            .contains("no observations"));
+    }
 }
