@@ -18,16 +18,48 @@ CNPE_REPO_URL="${CNPE_REPO_URL:-git://gitd.gitsrv.svc.cluster.local:9418/app.git
 # shellcheck disable=SC2034 # used through ${!name} in kind_render and by the sourcing scripts
 KIND_BARE_PARENT="$(dirname "$CNPE_BARE_REPO")"
 
+# Offline path (up.sh --offline, build.sh): everything is built into this machine-level cache.
+KIND_CACHE="${CNPE_KIND_CACHE:-/var/cache/cnpe-kind}"
+# podman settings for this VM (build.sh part host writes the file); every podman call that kind
+# makes inherits CONTAINERS_CONF, so nothing in /etc/containers is changed.
+if [[ -z ${CONTAINERS_CONF:-} && -f $KIND_CACHE/containers.conf ]]; then
+  export CONTAINERS_CONF="$KIND_CACHE/containers.conf"
+fi
+
+# Container engine for kind: KIND_EXPERIMENTAL_PROVIDER if set; else docker when a daemon
+# answers (GitHub), else podman (our machines: Debian's docker.io cannot run kind's privileged
+# nodes without CAP_SYS_RESOURCE, moby#42906).
+if [[ -z ${KIND_EXPERIMENTAL_PROVIDER:-} ]]; then
+  if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
+    KIND_EXPERIMENTAL_PROVIDER=docker
+  elif command -v podman >/dev/null; then
+    KIND_EXPERIMENTAL_PROVIDER=podman
+  else
+    KIND_EXPERIMENTAL_PROVIDER=docker
+  fi
+fi
+export KIND_EXPERIMENTAL_PROVIDER
+# The kind binary: the one build.sh built for the offline path, else kind on PATH.
+if [[ -x $KIND_CACHE/bin/kind ]]; then PATH="$KIND_CACHE/bin:$PATH"; fi
+
 log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 kc() { kubectl --context "$CONTEXT" "$@"; }
+
+# cluster_exists: is there a kind cluster named $CLUSTER (with this provider)? Reads the whole
+# list first, so no writer dies of SIGPIPE.
+cluster_exists() {
+  local clusters
+  clusters="$(kind get clusters 2>/dev/null)" || return 1
+  grep -qx "$CLUSTER" <<<"$clusters"
+}
 
 # kind_render FILE: print FILE with each @NAME@ replaced by $NAME (only the names below);
 # fails if a placeholder is left over or a value is unset.
 kind_render() {
   local text name
   text="$(<"$1")"
-  for name in GITD_IMAGE KIND_BARE_PARENT CNPE_REPO_URL; do
+  for name in GITD_IMAGE KIND_BARE_PARENT KIND_DIR CNPE_REPO_URL; do
     text="${text//"@$name@"/"${!name}"}"
   done
   if [[ $text =~ @[A-Z_]+@ ]]; then

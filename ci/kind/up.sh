@@ -1,18 +1,41 @@
 #!/usr/bin/env bash
-# Brings up the lab's world on a kind cluster, for a machine with a container engine and internet
-# (GitHub Actions, a laptop): Kubernetes (node image from versions.env), Argo CD ARGOCD_VERSION
-# from its release manifest, an in-cluster git daemon `gitd` (namespace gitsrv, port 9418)
-# serving the host directory that holds CNPE_BARE_REPO, and namespace cnpe-shop.
+# Brings up the lab's world on a kind cluster: Kubernetes, Argo CD ARGOCD_VERSION from its
+# manifests/core-install.yaml, an in-cluster git daemon `gitd` (namespace gitsrv, port 9418)
+# serving the host directory that holds CNPE_BARE_REPO, and namespace cnpe-shop; then proves with
+# a Job that CNPE_REPO_URL answers from inside the cluster.
 # Also lays out what the lab VM provides when it is missing: the bare repo CNPE_BARE_REPO and its
-# working copy CNPE_GITOPS_DIR. Idempotent: rerunning reuses an existing cluster.
-# Needs: kind, kubectl, curl, git, a container engine (see install-tools.sh for kind/kubectl).
+# working copy CNPE_GITOPS_DIR. Idempotent: rerunning reuses an existing cluster, unless it
+# mounts another bare repo parent or runs another node image: then it is deleted and recreated
+# (the mount is fixed at creation; the cluster is this script's own, named CNPE_KIND_CLUSTER).
+#
+# Usage: up.sh [--offline]
+#   (default)  images come from their registries (GitHub Actions, a laptop): node KIND_NODE_IMAGE,
+#              Argo CD's release manifest, GITD_IMAGE. Needs kind, kubectl, curl, git, an engine.
+#   --offline  every image is built here by ci/kind/build.sh (cached in /var/cache/cnpe-kind) and
+#              loaded into the node; the engine is podman (see common.sh). Same kind config, same
+#              Argo CD manifest (from the Argo CD Go module), same gitd manifest and smoke Job.
 set -euo pipefail
 # shellcheck source=common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-for tool in kind kubectl curl git; do
-  command -v "$tool" >/dev/null || die "$tool not found (ci/kind/install-tools.sh installs kind and kubectl)"
+offline=""
+for arg in "$@"; do
+  case "$arg" in
+    --offline) offline=1 ;;
+    *) die "usage: up.sh [--offline] (unknown argument '$arg')" ;;
+  esac
 done
+
+declare -A TOOK
+order=()
+timed() { # timed NAME FUNC
+  local t0=$SECONDS
+  "$2"
+  TOOK[$1]=$((SECONDS - t0))
+  order+=("$1")
+  log "step $1 took ${TOOK[$1]}s"
+}
+T0=$SECONDS
 
 # --- configuration checks: fail here, not deep inside the lab
 [[ $KIND_BARE_PARENT =~ ^/[A-Za-z0-9._/-]+$ ]] \
@@ -20,6 +43,31 @@ done
 expected_url="git://gitd.gitsrv.svc.cluster.local:9418/$(basename "$CNPE_BARE_REPO")"
 [[ $CNPE_REPO_URL == "$expected_url" ]] \
   || die "CNPE_REPO_URL is '$CNPE_REPO_URL' but gitd serves CNPE_BARE_REPO as '$expected_url'"
+
+ARGOCD_MODULE=""
+step_build() {
+  if [[ -z $offline ]]; then return; fi
+  bash "$KIND_DIR/build.sh"
+  # build.sh put kind into $KIND_CACHE/bin (common.sh prefers it) and wrote containers.conf.
+  PATH="$KIND_CACHE/bin:$PATH"
+  export CONTAINERS_CONF="${CONTAINERS_CONF:-$KIND_CACHE/containers.conf}"
+}
+timed build step_build
+
+if [[ -n $offline ]]; then
+  NODE_IMAGE="$KIND_OFFLINE_NODE_IMAGE"
+  GITD_IMAGE="$KIND_OFFLINE_GITD_IMAGE"
+  HERMETIC_VERSIONS="$KIND_DIR/../hermetic/versions.env"
+  ETCD_TAG="$(sed -n 's/^ETCD_VERSION=v//p' "$HERMETIC_VERSIONS")-0"
+  ARGOCD_MODULE="${CNPE_HERMETIC_CACHE:-/var/cache/cnpe-hermetic}/gomod/github.com/argoproj/argo-cd/v3@$ARGOCD_VERSION"
+else
+  NODE_IMAGE="$KIND_NODE_IMAGE"
+fi
+tools=(kind kubectl git)
+[[ -n $offline ]] || tools+=(curl)
+for tool in "${tools[@]}"; do
+  command -v "$tool" >/dev/null || die "$tool not found (ci/kind/install-tools.sh installs kind and kubectl)"
+done
 
 # --- the lab VM's git layout, created only where missing (the kind mount needs the parent now)
 mkdir -p "$KIND_BARE_PARENT"
@@ -37,53 +85,130 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
 # --- cluster
-if kind get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
-  log "kind cluster $CLUSTER exists; reusing it (its /srv/bare mount was fixed at creation)"
-  kind export kubeconfig --name "$CLUSTER"
-else
-  kind_render "$KIND_DIR/kind-config.yaml" > "$tmp/kind-config.yaml"
-  log "creating kind cluster $CLUSTER ($KIND_NODE_IMAGE, kind $(kind version | awk '{print $2}'))"
-  kind create cluster --name "$CLUSTER" --image "$KIND_NODE_IMAGE" \
-    --config "$tmp/kind-config.yaml" --wait 180s
-fi
+node="$CLUSTER-control-plane"
+step_cluster() {
+  if cluster_exists; then
+    local mounted image
+    mounted="$("$KIND_EXPERIMENTAL_PROVIDER" inspect "$node" \
+      --format '{{range .Mounts}}{{if eq .Destination "/srv/bare"}}{{.Source}}{{end}}{{end}}')"
+    image="$("$KIND_EXPERIMENTAL_PROVIDER" inspect "$node" --format '{{.Config.Image}}')"
+    if [[ $mounted != "$KIND_BARE_PARENT" ]]; then
+      log "kind cluster $CLUSTER mounts '$mounted' at /srv/bare, not $KIND_BARE_PARENT (fixed at creation): recreating it"
+      kind delete cluster --name "$CLUSTER"
+    elif [[ $image != "$NODE_IMAGE" && $image != "${NODE_IMAGE%@*}" ]]; then
+      log "kind cluster $CLUSTER runs node image '$image', not $NODE_IMAGE: recreating it"
+      kind delete cluster --name "$CLUSTER"
+    else
+      log "kind cluster $CLUSTER exists with /srv/bare = $KIND_BARE_PARENT; reusing it"
+      kind export kubeconfig --name "$CLUSTER"
+      return
+    fi
+  fi
+  kind_render "$KIND_DIR/kind-config.yaml" >"$tmp/kind-config.yaml"
+  if [[ -n $offline ]]; then
+    # The one offline difference in the config: etcd is the hermetic pin (ETCD_VERSION), not
+    # kubeadm's default tag (kubeadmConfigPatches is the file's last key).
+    printf '  - |\n    kind: ClusterConfiguration\n    etcd:\n      local:\n        imageTag: "%s"\n' \
+      "$ETCD_TAG" >>"$tmp/kind-config.yaml"
+  fi
+  log "creating kind cluster $CLUSTER ($NODE_IMAGE, $(kind version), provider $KIND_EXPERIMENTAL_PROVIDER)"
+  kind create cluster --name "$CLUSTER" --image "$NODE_IMAGE" \
+    --config "$tmp/kind-config.yaml" --wait 300s
+}
+timed cluster step_cluster
 kc wait --for=condition=Ready node --all --timeout=180s
 kc create namespace cnpe-shop --dry-run=client -o yaml | kc apply -f -
 
-# --- Argo CD from its release manifest (server-side apply: its CRDs are too large otherwise)
-argocd_url="https://raw.githubusercontent.com/argoproj/argo-cd/$ARGOCD_VERSION/manifests/install.yaml"
-log "installing Argo CD $ARGOCD_VERSION"
-curl -fsSL --retry 5 --retry-delay 3 -o "$tmp/argocd-install.yaml" "$argocd_url"
-kc create namespace argocd --dry-run=client -o yaml | kc apply -f -
-kc apply -n argocd --server-side --force-conflicts -f "$tmp/argocd-install.yaml" >/dev/null
-kc wait --for=condition=Established --timeout=120s \
-  crd/applications.argoproj.io crd/appprojects.argoproj.io
+# --- images: offline, the ones the pods need are loaded from build.sh's archives
+step_load() {
+  if [[ -z $offline ]]; then return; fi
+  local t
+  for t in argocd redis gitd nginx; do
+    log "loading $KIND_CACHE/images/$t.tar into $node"
+    kind load image-archive --name "$CLUSTER" "$KIND_CACHE/images/$t.tar"
+  done
+}
+timed load step_load
 
-# --- gitd (applied before waiting on Argo CD, so both images pull at the same time)
-log "deploying gitd ($GITD_IMAGE) serving $KIND_BARE_PARENT"
-kind_render "$KIND_DIR/gitd.yaml" > "$tmp/gitd.yaml"
-kc apply -f "$tmp/gitd.yaml"
+# wait_established CRD...: every CRD has condition Established=True within 120 s. A CRD that
+# was just created may have no status yet (kubectl wait --for=condition fails on that).
+wait_established() {
+  local deadline=$((SECONDS + 120)) crd st
+  for crd in "$@"; do
+    while :; do
+      st="$(kc get crd "$crd" -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null || true)"
+      [[ $st == True ]] && break
+      ((SECONDS < deadline)) || die "CRD $crd not Established after 120 s (status '${st:-none}')"
+      sleep 2
+    done
+  done
+}
 
-kc -n argocd rollout status deployment/argocd-redis --timeout=300s
-kc -n argocd rollout status deployment/argocd-repo-server --timeout=300s
-kc -n argocd rollout status statefulset/argocd-application-controller --timeout=300s
-kc -n gitsrv rollout status deployment/gitd --timeout=300s
+# --- Argo CD: core-install.yaml (redis, repo-server, application-controller, applicationset-
+# controller; no API server, dex or notifications: the lab talks to Kubernetes only). Server-side
+# apply: its CRDs are too large otherwise. Pull policy Always -> IfNotPresent on both paths (it
+# is the only way a loaded image is used; on GitHub the tags are immutable releases anyway).
+step_argocd() {
+  local src="$tmp/argocd-core-install.yaml"
+  if [[ -n $offline ]]; then
+    [[ -f $ARGOCD_MODULE/manifests/core-install.yaml ]] \
+      || die "$ARGOCD_MODULE/manifests/core-install.yaml missing (ci/kind/build.sh downloads the module)"
+    cp "$ARGOCD_MODULE/manifests/core-install.yaml" "$src"
+  else
+    curl -fsSL --retry 5 --retry-delay 3 -o "$src" \
+      "https://raw.githubusercontent.com/argoproj/argo-cd/$ARGOCD_VERSION/manifests/core-install.yaml"
+  fi
+  sed -i 's/imagePullPolicy: Always/imagePullPolicy: IfNotPresent/' "$src"
+  if [[ -n $offline ]]; then
+    # the only offline edit: where the two images come from
+    sed -i -e "s|image: quay.io/argoproj/argocd:$ARGOCD_VERSION\$|image: cnpe.local/argocd:$ARGOCD_VERSION|" \
+      -e "s|image: public.ecr.aws/docker/library/redis:.*\$|image: $KIND_OFFLINE_REDIS_IMAGE|" "$src"
+    local images
+    images="$(sed -n 's/^ *image: *//p' "$src" | sort -u | tr '\n' ' ')"
+    [[ $images == "cnpe.local/argocd:$ARGOCD_VERSION $KIND_OFFLINE_REDIS_IMAGE " ]] \
+      || die "Argo CD manifest uses images '$images'; build.sh provides cnpe.local/argocd:$ARGOCD_VERSION and $KIND_OFFLINE_REDIS_IMAGE"
+  fi
+  log "installing Argo CD $ARGOCD_VERSION (core-install.yaml)"
+  kc create namespace argocd --dry-run=client -o yaml | kc apply -f -
+  kc apply -n argocd --server-side --force-conflicts -f "$src" >/dev/null
+  wait_established applications.argoproj.io appprojects.argoproj.io
+}
+timed argocd step_argocd
+
+# --- gitd (applied before waiting on Argo CD, so its pods start at the same time)
+step_gitd() {
+  log "deploying gitd ($GITD_IMAGE) serving $KIND_BARE_PARENT"
+  kind_render "$KIND_DIR/gitd.yaml" >"$tmp/gitd.yaml"
+  kc apply -f "$tmp/gitd.yaml"
+  kc -n argocd rollout status deployment/argocd-redis --timeout=300s
+  kc -n argocd rollout status deployment/argocd-repo-server --timeout=300s
+  kc -n argocd rollout status statefulset/argocd-application-controller --timeout=300s
+  kc -n gitsrv rollout status deployment/gitd --timeout=300s
+}
+timed rollout step_gitd
 
 # --- prove the repo URL answers from inside the cluster, as Argo CD will ask it
-log "checking $CNPE_REPO_URL from inside the cluster"
-kind_render "$KIND_DIR/gitd-smoke.yaml" > "$tmp/gitd-smoke.yaml"
-kc -n gitsrv delete job gitd-smoke --ignore-not-found --wait=true >/dev/null
-kc apply -f "$tmp/gitd-smoke.yaml" >/dev/null
-smoke=""
-for _ in $(seq 1 90); do
-  smoke="$(kc -n gitsrv get job gitd-smoke \
-    -o jsonpath='{range .status.conditions[?(@.status=="True")]}{.type}{" "}{end}')"
-  [[ $smoke == *Complete* || $smoke == *Failed* ]] && break
-  sleep 2
-done
-if [[ $smoke != *Complete* ]]; then
-  kc -n gitsrv logs job/gitd-smoke --all-containers >&2 || true
-  kc -n gitsrv logs deployment/gitd --tail=50 >&2 || true
-  die "in-cluster git ls-remote $CNPE_REPO_URL did not succeed (job conditions: '${smoke:-none}')"
-fi
+step_smoke() {
+  log "checking $CNPE_REPO_URL from inside the cluster"
+  kind_render "$KIND_DIR/gitd-smoke.yaml" >"$tmp/gitd-smoke.yaml"
+  kc -n gitsrv delete job gitd-smoke --ignore-not-found --wait=true >/dev/null
+  kc apply -f "$tmp/gitd-smoke.yaml" >/dev/null
+  local smoke="" deadline=$((SECONDS + 180))
+  while ((SECONDS < deadline)); do
+    smoke="$(kc -n gitsrv get job gitd-smoke \
+      -o jsonpath='{range .status.conditions[?(@.status=="True")]}{.type}{" "}{end}' 2>/dev/null || true)"
+    [[ $smoke == *Complete* || $smoke == *Failed* ]] && break
+    sleep 2
+  done
+  if [[ $smoke != *Complete* ]]; then
+    kc -n gitsrv logs job/gitd-smoke --all-containers >&2 || true
+    kc -n gitsrv logs deployment/gitd --tail=50 >&2 || true
+    die "in-cluster git ls-remote $CNPE_REPO_URL did not succeed (job conditions: '${smoke:-none}')"
+  fi
+}
+timed smoke step_smoke
 
+summary=""
+for s in "${order[@]}"; do summary+="$s=${TOOK[$s]}s "; done
+log "up.sh done in $((SECONDS - T0))s: $summary"
 log "ready: context $CONTEXT; Argo CD $ARGOCD_VERSION; $CNPE_REPO_URL -> $CNPE_BARE_REPO; gitops dir $CNPE_GITOPS_DIR"
