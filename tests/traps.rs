@@ -570,8 +570,11 @@ struct Shared {
 
 fn connect(rt: &tokio::runtime::Runtime, cfg: Config) -> Result<Fixture, String> {
     rt.block_on(async {
+        let mut lab = support::LabCluster::connect(cfg).await?;
+        // Start from the recovered release, serving (an interrupted earlier run may not have).
+        lab.restore().await?;
         Ok(Fixture {
-            lab: support::LabCluster::connect(cfg).await?,
+            lab,
             results: Vec::new(),
         })
     })

@@ -192,7 +192,55 @@ impl LabCluster {
     /// Back to the recorded recovery, serving: every trap and fault ends here.
     pub async fn restore(&mut self) -> Result<(), String> {
         let rec = self.recovered.clone();
+        // A failing sync retries with backoff and blocks the next one: terminate it first, as
+        // `argocd app terminate-op` does (phase Terminating on the Application).
+        let app = self
+            .cluster
+            .application()
+            .await
+            .map_err(|e| format!("{e:#}"))?;
+        let running = app
+            .and_then(|a| a.status?.operation_state?.phase)
+            .as_deref()
+            == Some("Running");
+        if running {
+            let patch = serde_json::json!({"status": {"operationState": {"phase": "Terminating"}}});
+            self.cluster
+                .applications()
+                .patch(
+                    &self.cfg.application,
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(&patch),
+                )
+                .await
+                .map_err(|e| format!("terminating the running sync: {e:#}"))?;
+        }
         self.point_at(&rec).await?;
+        // After a failed sync whose old release kept running, the live state already matches
+        // `rec`: auto-sync has nothing to do and the failed operation would stay the last one.
+        // Ask for one sync explicitly (what `argocd app sync` writes), so the operation is ours.
+        let app = self
+            .cluster
+            .application()
+            .await
+            .map_err(|e| format!("{e:#}"))?;
+        let op = app.and_then(|a| a.status?.operation_state);
+        let done = op.as_ref().is_some_and(|o| {
+            o.phase.as_deref() == Some("Succeeded")
+                && o.sync_result.as_ref().and_then(|r| r.revision.as_deref()) == Some(rec.as_str())
+        });
+        if !done {
+            let patch = serde_json::json!({"operation": {"initiatedBy": {"username": "cnpe-lab-traps"}, "sync": {"revision": rec}}});
+            self.cluster
+                .applications()
+                .patch(
+                    &self.cfg.application,
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(&patch),
+                )
+                .await
+                .map_err(|e| format!("requesting a sync of the recovered release: {e:#}"))?;
+        }
         let (body, deadline) = (self.cfg.body.clone(), self.cfg.wait_deadline * 2);
         self.wait(Target::Healthy, &rec, &body, deadline)
             .await
