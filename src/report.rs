@@ -20,7 +20,10 @@ const LANE: i32 = 44;
 const GAP: i32 = 8;
 
 /// The lanes, top to bottom: name and how an observation reads in it.
-fn lanes() -> Vec<(&'static str, fn(&Observation) -> String)> {
+/// A lane: its name and how an observation reads in it.
+type Lane = (&'static str, fn(&Observation) -> String);
+
+fn lanes() -> Vec<Lane> {
     vec![
         ("Argo sync", |o| {
             o.sync.clone().unwrap_or_else(|| "-".into())
