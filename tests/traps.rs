@@ -435,8 +435,9 @@ async fn trap_wrong_body(f: &mut Fixture) -> Result<String, String> {
         serves_expected: false,
         peers,
     });
-    f.restore().await?;
+    // Revert in Git first: the branch tip must not keep a trap release if restoring fails.
     f.revert(&sha)?;
+    f.restore().await?;
     Ok(format!(
         "{sha}: Synced/Healthy/HTTP 200 with the wrong page; gate names http_body; reverted in Git"
     ))
@@ -486,8 +487,9 @@ async fn trap_operation_failed(f: &mut Fixture) -> Result<String, String> {
         serves_expected: false,
         peers,
     });
-    f.restore().await?;
+    // Revert in Git first: the branch tip must not keep a trap release if restoring fails.
     f.revert(&sha)?;
+    f.restore().await?;
     Ok(format!(
         "{sha}: observed revision right, operation {:?}, old page still served; rejected",
         ev.operation_phase

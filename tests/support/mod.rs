@@ -214,6 +214,26 @@ impl LabCluster {
                 )
                 .await
                 .map_err(|e| format!("terminating the running sync: {e:#}"))?;
+            // The controller ends it on its next pass: follow the Application until it has.
+            let deadline = Instant::now() + self.cfg.wait_deadline;
+            loop {
+                let app = self
+                    .cluster
+                    .application()
+                    .await
+                    .map_err(|e| format!("{e:#}"))?;
+                let phase = app.and_then(|a| a.status?.operation_state?.phase);
+                if !matches!(phase.as_deref(), Some("Running" | "Terminating")) {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    return Err(format!(
+                        "the running sync did not terminate within {:?} (phase {phase:?})",
+                        self.cfg.wait_deadline
+                    ));
+                }
+                self.live.changed(Duration::from_secs(1)).await;
+            }
         }
         self.point_at(&rec).await?;
         // After a failed sync whose old release kept running, the live state already matches

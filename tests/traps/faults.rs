@@ -124,8 +124,8 @@ async fn ride_out(
         .await
         .map_err(|e| format!("after {fault} ended: {e}"))?;
     let secs = ended.elapsed().as_secs_f64();
-    lab.restore().await?;
     lab.revert(&sha)?;
+    lab.restore().await?;
     let line = format!(
         "{fault}: wait named it while stopped; serving {} {secs:.1}s after the fault ended",
         &sha[..7]
@@ -177,8 +177,8 @@ pub async fn api_server_stopped(lab: &mut LabCluster) -> Result<String, String> 
     // The wait returned `ended.elapsed()` ago; the fault ended FAULT after the wait began.
     let after = waited.elapsed.as_secs_f64() - FAULT.as_secs_f64();
     let _ = ended;
-    lab.restore().await?;
     lab.revert(&sha)?;
+    lab.restore().await?;
     let line = format!(
         "api-server-stopped {FAULT:?}: the wait rode it out; serving after {:.1}s in all ({:.1}s after the fault ended)",
         waited.elapsed.as_secs_f64(),
