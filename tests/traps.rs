@@ -551,12 +551,9 @@ const TRAPS: [(&str, TrapFn); 4] = [
 ];
 
 /// Faults on the hermetic cluster (its processes can be paused); ignored elsewhere, with why.
-const FAULTS: [(&str, TrapFn); 3] = [
+const FAULTS: [(&str, TrapFn); 2] = [
     ("fault_argocd_stopped_during_a_wait", |f| {
         Box::pin(faults::argo_stopped(&mut f.lab))
-    }),
-    ("fault_git_daemon_stopped_during_an_argo_fetch", |f| {
-        Box::pin(faults::git_daemon_stopped(&mut f.lab))
     }),
     ("fault_api_server_stopped_during_a_wait", |f| {
         Box::pin(faults::api_server_stopped(&mut f.lab))

@@ -1,6 +1,6 @@
 //! The faults half of `cargo test --test traps`: the run under faults, each bounded in time. On the hermetic
-//! cluster (whose processes this suite can pause): Argo CD, the git daemon and the API server
-//! stopped during a wait. Anywhere as root: the evidence directory on a full and on a read-only
+//! cluster (whose processes this suite can pause): Argo CD and the API server stopped during a
+//! wait. Anywhere as root: the evidence directory on a full and on a read-only
 //! filesystem. Each fault proves the run either completes correctly once the fault ends, or
 //! fails with an explanation that names the fault, and that no record is lost or overwritten.
 //! (SIGKILL in step 5 and resume is exercised by `.ci/run` on the real binary.)
@@ -138,16 +138,6 @@ pub async fn argo_stopped(lab: &mut LabCluster) -> Result<String, String> {
         lab,
         "argocd-stopped",
         &["argocd-repo-server", "argocd-application-controller"],
-        &["observed_revision", "Argo CD has not finished applying"],
-    )
-    .await
-}
-
-pub async fn git_daemon_stopped(lab: &mut LabCluster) -> Result<String, String> {
-    ride_out(
-        lab,
-        "git-daemon-stopped",
-        &["git-daemon"],
         &["observed_revision", "Argo CD has not finished applying"],
     )
     .await
