@@ -17,7 +17,7 @@ struct Shared {
     rt: tokio::runtime::Runtime,
     runner: Mutex<Option<Runner>>,
     /// Why the lab cannot run, and whether that is a failure (required) or an ignore.
-    unavailable: Option<(String, bool)>,
+    availability: support::Availability,
 }
 
 /// The connected runner, or why the lab cannot run here.
@@ -43,32 +43,11 @@ fn main() {
         Ok((cfg, lock)) => (connect(&rt, cfg), Some(lock)),
         Err(e) => (Err(e), None),
     };
-    let unavailable = connected
-        .as_ref()
-        .err()
-        .map(|why| (why.clone(), support::required() || lock_error));
-    if let Some((why, fail)) = &unavailable {
-        if !args.list {
-            eprintln!("\n==================== LAB NOT RUN ====================");
-            eprintln!("no usable cluster: {why}");
-            if *fail {
-                eprintln!(
-                    "every lab trial FAILS (CNPE_LAB_REQUIRED=1 or a held lock); {}",
-                    support::HOW_TO_GET_A_CLUSTER
-                );
-            } else {
-                eprintln!(
-                    "every lab trial is IGNORED (not passed); {}",
-                    support::HOW_TO_GET_A_CLUSTER
-                );
-            }
-            eprintln!("=====================================================\n");
-        }
-    }
+    let availability = support::Availability::new("LAB", &connected, lock_error, args.list);
     let shared = Arc::new(Shared {
         rt,
         runner: Mutex::new(connected.ok()),
-        unavailable,
+        availability,
     });
 
     let mut trials: Vec<Trial> = Step::ALL
@@ -100,21 +79,8 @@ fn main() {
     conclusion.exit();
 }
 
-/// Not runnable here: ignored loudly, or failed when a cluster was required.
-fn unavailable(shared: &Shared) -> Option<Result<Completion, Failed>> {
-    let (why, fail) = shared.unavailable.as_ref()?;
-    Some(if *fail {
-        Err(format!("LAB NOT RUN: {why}").into())
-    } else {
-        Ok(Completion::ignored_with(format!(
-            "no cluster, see LAB NOT RUN above; {}",
-            support::HOW_TO_GET_A_CLUSTER
-        )))
-    })
-}
-
 fn run_trial(shared: &Shared, step: Step) -> Result<Completion, Failed> {
-    if let Some(r) = unavailable(shared) {
+    if let Some(r) = shared.availability.verdict("LAB") {
         return r;
     }
     let mut guard = shared.runner.lock().unwrap();
@@ -133,7 +99,7 @@ fn run_trial(shared: &Shared, step: Step) -> Result<Completion, Failed> {
 /// The three evidence files, with run-specific values redacted, so any change in what the lab
 /// records is reviewed (snapshots/lab_*.snap).
 fn snapshots(shared: &Shared) -> Result<Completion, Failed> {
-    if let Some(r) = unavailable(shared) {
+    if let Some(r) = shared.availability.verdict("LAB") {
         return r;
     }
     let guard = shared.runner.lock().unwrap();
