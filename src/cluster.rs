@@ -178,6 +178,26 @@ impl Cluster {
         Ok(())
     }
 
+    /// Asks Argo CD to compare again now (what `argocd app get --refresh` does): after a
+    /// failed fetch it otherwise retries only at its next reconciliation.
+    pub async fn request_refresh(&self) -> Result<()> {
+        let patch = json!({"metadata": {"annotations": {argo::REFRESH_ANNOTATION: "normal"}}});
+        self.applications()
+            .patch(
+                &self.cfg.application,
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .with_context(|| {
+                format!(
+                    "requesting a refresh of Application {}",
+                    self.cfg.application
+                )
+            })?;
+        Ok(())
+    }
+
     pub async fn application(&self) -> Result<Option<Application>> {
         self.applications()
             .get_opt(&self.cfg.application)

@@ -6,15 +6,55 @@
 use crate::argo::Application;
 use crate::cluster::Cluster;
 use crate::evidence::LiveState;
+use backon::BackoffBuilder;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::reflector::{self, Store};
+use kube::runtime::utils::{Backoff, ResetTimerBackoff};
 use kube::runtime::{watcher, WatchStreamExt};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+
+/// The longest pause between two attempts of a failing watch.
+pub const RETRY_CAP: Duration = Duration::from_secs(2);
+
+/// Exponential from 200 ms to [`RETRY_CAP`] with jitter (kube-runtime keeps its own
+/// constructor private, so the same backon builder is wrapped here).
+struct CappedBackoff {
+    builder: backon::ExponentialBuilder,
+    inner: backon::ExponentialBackoff,
+}
+
+impl CappedBackoff {
+    fn new() -> Self {
+        let builder = backon::ExponentialBuilder::default()
+            .with_min_delay(Duration::from_millis(200))
+            .with_max_delay(RETRY_CAP)
+            .with_factor(2.0)
+            .with_jitter()
+            .without_max_times();
+        Self {
+            inner: builder.build(),
+            builder,
+        }
+    }
+}
+
+impl Iterator for CappedBackoff {
+    type Item = Duration;
+    fn next(&mut self) -> Option<Duration> {
+        self.inner.next()
+    }
+}
+
+impl Backoff for CappedBackoff {
+    fn reset(&mut self) {
+        self.inner = self.builder.build();
+    }
+}
 
 /// The newest watch error, kept so a wait that times out can name it.
 #[derive(Debug, Clone)]
@@ -59,8 +99,11 @@ where
 {
     let (reader, writer) = reflector::store();
     // Backoff: a transient API error (API server restart, network blip) is retried until the
-    // waiter's own deadline; the waiter reports the last error if it never recovers.
-    let stream = reflector::reflector(writer, watcher(api, cfg).default_backoff());
+    // waiter's own deadline; the waiter reports the last error if it never recovers. Capped at
+    // RETRY_CAP, not kube's default 30 s: a wait must see the server back within seconds, and
+    // three watches retrying every 2 s cost nothing.
+    let backoff = ResetTimerBackoff::new(CappedBackoff::new(), Duration::from_secs(60));
+    let stream = reflector::reflector(writer, watcher(api, cfg).backoff(backoff));
     let task = tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(item) = stream.next().await {

@@ -275,6 +275,40 @@ pub fn likely_causes(target: Target, unmet: &[Unmet], ev: &Evidence, cx: &Contex
             ev.http_body.as_deref().unwrap_or("")
         ));
     }
+    // Argo CD could not generate manifests for the revision (Git server unreachable, unknown
+    // revision, bad path): nothing it reports describes the revision asked for.
+    let comparison_errors = cx
+        .application
+        .as_ref()
+        .and_then(|a| a.status.as_ref())
+        .into_iter()
+        .flat_map(|st| st.conditions.iter().flatten())
+        .filter(|c| c.type_.as_deref() == Some("ComparisonError"));
+    for c in comparison_errors {
+        let message = c.message.as_deref().unwrap_or("");
+        let unreachable = [
+            "unable to connect",
+            "Connection refused",
+            "connection refused",
+            "i/o timeout",
+            "no such host",
+        ]
+        .iter()
+        .any(|n| message.contains(n));
+        let hint = if unreachable {
+            "the repo-server cannot reach the Git server: is the git daemon up and the repoURL right? Argo CD \
+             retries only at its next reconciliation (timeout.reconciliation), so once Git is back request a \
+             refresh (annotation argocd.argoproj.io/refresh=normal)."
+        } else {
+            "check the repoURL, the revision and the path in the Application"
+        };
+        let first_line = message.lines().next().unwrap_or("");
+        causes.push(format!(
+            "Argo CD cannot load {} from Git (ComparisonError): {hint} Its sync and health still describe the \
+             previous revision. Argo CD says: {first_line}",
+            crate::sha::short(ev.target_revision.as_deref().unwrap_or("?")),
+        ));
+    }
     if let Some(e) = &cx.last_watch_error {
         causes.push(format!("the API had errors during the wait; last: {e}"));
     }

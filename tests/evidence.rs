@@ -548,3 +548,58 @@ fn explanation_names_a_rollback_to_a_reused_replica_set() {
         .remove("deployment.kubernetes.io/revision-history");
     assert!(!wait::explain(Target::Failed, SHA, &unmet, &ev, &plain).contains("106054"));
 }
+
+/// Argo CD's repo-server cannot fetch (the git daemon is down): the Application keeps its old
+/// sync/health with a ComparisonError condition. The explanation must say Git is unreachable.
+#[test]
+fn explanation_names_an_unreachable_git_server() {
+    let mut application = app(SHA, Some(app_status(SHA, "Unknown", "Healthy")));
+    let conditions = json!([{"type": "ComparisonError", "message":
+        "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = Failed to fetch default: `git fetch origin --tags --force --prune` failed exit status 128: fatal: unable to connect to gitd.gitsrv.svc.cluster.local:\ngitd.gitsrv.svc.cluster.local[0: 127.0.0.1]: errno=Connection refused"}]);
+    application.status.as_mut().unwrap().conditions = serde_json::from_value(conditions).unwrap();
+    let live = LiveState {
+        application: Some(application),
+        deployment: Some(healthy_deployment()),
+        slices: vec![],
+    };
+    let ev = derive(&subject(), &live, &ok_http(), at());
+    let unmet = wait::healthy(&ev, SHA, BODY);
+    let cx = wait::Context {
+        application: live.application.clone(),
+        ..Default::default()
+    };
+    let causes = wait::likely_causes(Target::Healthy, &unmet, &ev, &cx);
+    let git = causes
+        .iter()
+        .find(|c| c.contains("ComparisonError"))
+        .unwrap_or_else(|| panic!("no Git cause in {causes:?}"));
+    assert!(git.contains("cannot reach the Git server"), "{git}");
+    assert!(
+        git.contains("unable to connect to gitd.gitsrv.svc.cluster.local"),
+        "{git}"
+    );
+    // Another comparison error gets the general hint, not the unreachable one.
+    let mut other = cx.clone();
+    other
+        .application
+        .as_mut()
+        .unwrap()
+        .status
+        .as_mut()
+        .unwrap()
+        .conditions = serde_json::from_value(
+        json!([{"type": "ComparisonError", "message": "unable to resolve 'nope' to a commit SHA"}]),
+    )
+    .unwrap();
+    let causes = wait::likely_causes(Target::Healthy, &unmet, &ev, &other);
+    assert!(
+        causes
+            .iter()
+            .any(|c| c.contains("check the repoURL, the revision and the path")),
+        "{causes:?}"
+    );
+    assert!(
+        !causes.iter().any(|c| c.contains("cannot reach")),
+        "{causes:?}"
+    );
+}

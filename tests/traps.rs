@@ -551,7 +551,13 @@ const TRAPS: [(&str, TrapFn); 4] = [
 ];
 
 /// Faults on the hermetic cluster (its processes can be paused); ignored elsewhere, with why.
-const FAULTS: [(&str, TrapFn); 2] = [
+const FAULTS: [(&str, TrapFn); 4] = [
+    ("fault_git_daemon_down_during_an_argo_fetch", |f| {
+        Box::pin(faults::git_daemon_down(&mut f.lab))
+    }),
+    ("fault_api_server_restarted_during_a_wait", |f| {
+        Box::pin(faults::api_server_restarted(&mut f.lab))
+    }),
     ("fault_argocd_stopped_during_a_wait", |f| {
         Box::pin(faults::argo_stopped(&mut f.lab))
     }),

@@ -42,7 +42,8 @@ fi
 bash "$HERMETIC_DIR/down.sh" >/dev/null 2>&1 || true
 mkdir -p "$RUN" "$PKI"
 rm -rf "$LOGS.prev"; [ -d "$LOGS" ] && mv "$LOGS" "$LOGS.prev"   # previous run's logs kept once
-mkdir -p "$LOGS"
+mkdir -p "$LOGS" "$RUN/argv"
+rm -f "$RUN/argv/"*
 : > "$PIDFILE"
 
 fail() { # fail COMPONENT MESSAGE
@@ -52,6 +53,8 @@ fail() { # fail COMPONENT MESSAGE
 }
 start() { # start NAME CMD... : background daemon, own session, pid recorded
   local name="$1"; shift
+  # the command line, NUL-separated, so component.sh can restart exactly this (fault tests)
+  printf '%s\0' "$@" > "$RUN/argv/$name"
   setsid "$@" >>"$LOGS/$name.log" 2>&1 < /dev/null &
   echo "$name $!" >> "$PIDFILE"
   log "started $name (pid $!)"

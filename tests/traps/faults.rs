@@ -177,6 +177,147 @@ pub async fn api_server_stopped(lab: &mut LabCluster) -> Result<String, String> 
     Ok(line)
 }
 
+/// Stops or starts one hermetic component for real (ci/hermetic/component.sh: SIGTERM and a
+/// fresh process with up.sh's command line), not a pause.
+fn component(action: &str, name: &str) -> Result<(), String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/hermetic/component.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .args([action, name])
+        .output()
+        .map_err(|e| format!("{}: {e}", script.display()))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "component.sh {action} {name}: exit {:?}: {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// A component stopped for real; started again on drop if the trial did not, so a failing
+/// trial never leaves the cluster without it.
+struct Stopped(&'static str, bool);
+
+impl Stopped {
+    fn stop(name: &'static str) -> Result<Stopped, String> {
+        component("stop", name)?;
+        Ok(Stopped(name, false))
+    }
+    fn start(mut self) -> Result<Instant, String> {
+        self.1 = true;
+        component("start", self.0)?;
+        Ok(Instant::now())
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        if !self.1 {
+            let _ = component("start", self.0);
+        }
+    }
+}
+
+/// What the operator does once the component is back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AfterStart {
+    Nothing,
+    /// Argo CD does not retry a failed Git fetch before its next reconciliation (180 s here):
+    /// the likely cause tells the user to request a refresh, and so does the test.
+    RequestRefresh,
+}
+
+/// A real component outage during a wait: with `name` stopped, a wait to its deadline must
+/// fail naming what the outage holds back (`needles`); after `name` starts again, the same
+/// wait must complete. `before` says whether the outage begins before the targetRevision
+/// change (the change must then wait for the component) or after it.
+async fn restart_during_wait(
+    lab: &mut LabCluster,
+    fault: &str,
+    name: &'static str,
+    outage_first: bool,
+    needles: &[&str],
+    after_start: AfterStart,
+) -> Result<String, String> {
+    let body = format!("labhub-cnpe-fault-{fault}");
+    let sha = lab.commit(
+        &release_with_body(&lab.cfg, &body),
+        &format!("Fault test: {fault}"),
+    )?;
+    let stopped = if outage_first {
+        let s = Stopped::stop(name)?;
+        lab.point_at(&sha).await?;
+        s
+    } else {
+        lab.point_at(&sha).await?;
+        Stopped::stop(name)?
+    };
+    let timed_out = match lab.wait(Target::Healthy, &sha, &body, DURING).await {
+        Err(WaitError::Timeout { explanation, .. }) => explanation,
+        Err(WaitError::Api { source, .. }) => format!("{source:#}"),
+        Ok(_) => return Err(format!("the wait completed while {name} was stopped")),
+    };
+    if let Some(n) = needles.iter().find(|n| !timed_out.contains(**n)) {
+        return Err(format!(
+            "with {name} stopped the wait's explanation lacks {n:?}:\n{timed_out}"
+        ));
+    }
+    let started = stopped.start()?;
+    if after_start == AfterStart::RequestRefresh {
+        lab.cluster
+            .request_refresh()
+            .await
+            .map_err(|e| format!("{e:#}"))?;
+    }
+    let deadline = lab.cfg.wait_deadline * 2;
+    lab.wait(Target::Healthy, &sha, &body, deadline)
+        .await
+        .map_err(|e| format!("after {name} started again: {e}"))?;
+    let secs = started.elapsed().as_secs_f64();
+    lab.revert(&sha)?;
+    lab.restore().await?;
+    let named: Vec<&str> = needles.to_vec();
+    let how = match after_start {
+        AfterStart::Nothing => "",
+        AfterStart::RequestRefresh => " and one refresh request",
+    };
+    Ok(format!(
+        "{fault}: with {name} stopped the wait timed out naming {named:?}; serving {} {secs:.1}s after {name} started again{how}",
+        &sha[..7]
+    ))
+}
+
+/// The API server stopped (connections refused) during a wait, then started: the wait names
+/// the refused connection at its deadline; the next wait rides out the start.
+pub async fn api_server_restarted(lab: &mut LabCluster) -> Result<String, String> {
+    restart_during_wait(
+        lab,
+        "api-server-restarted",
+        "kube-apiserver",
+        false,
+        &["watch", "Connection refused"],
+        AfterStart::Nothing,
+    )
+    .await
+}
+
+/// The git daemon down while Argo CD fetches the new revision (the lab pushes to the bare
+/// repository on disk, as the lab VM does, so only Argo's fetch goes through the daemon).
+pub async fn git_daemon_down(lab: &mut LabCluster) -> Result<String, String> {
+    restart_during_wait(
+        lab,
+        "git-daemon-down",
+        "git-daemon",
+        true,
+        &["ComparisonError", "cannot reach the Git server"],
+        AfterStart::RequestRefresh,
+    )
+    .await
+}
+
 // ---- the evidence directory on a full and on a read-only filesystem (root, no cluster)
 
 struct Mount(PathBuf);
