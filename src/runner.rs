@@ -94,9 +94,16 @@ impl Runner {
         self.results.last().expect("just pushed")
     }
 
-    /// Runs every step of `mode`, reporting each result as it comes.
-    pub async fn run_all(&mut self, mode: Mode, mut report: impl FnMut(&StepResult)) {
+    /// Runs every step of `mode`, announcing each as it begins and reporting its result as it
+    /// comes (the begin line is what an operator, or the kill-and-resume faults, act on).
+    pub async fn run_all(
+        &mut self,
+        mode: Mode,
+        mut begins: impl FnMut(Step),
+        mut report: impl FnMut(&StepResult),
+    ) {
         for step in mode.steps() {
+            begins(step);
             report(self.run(step).await);
         }
     }
@@ -104,6 +111,11 @@ impl Runner {
     pub fn passed(&self) -> usize {
         self.results.iter().filter(|r| r.outcome.passed()).count()
     }
+}
+
+/// The line the CLI prints when a step begins.
+pub fn render_begin(step: Step) -> String {
+    format!("--   {step}: begins")
 }
 
 /// One line per result, as the CLI prints it.

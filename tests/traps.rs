@@ -8,6 +8,8 @@
 
 #[path = "traps/faults.rs"]
 mod faults;
+#[path = "traps/kills.rs"]
+mod kills;
 mod support;
 
 use cnpe_lab::config::Config;
@@ -529,11 +531,9 @@ async fn trap_branch_target(f: &mut Fixture) -> Result<String, String> {
     ))
 }
 
-type TrapFn = for<'a> fn(
-    &'a mut Fixture,
-) -> std::pin::Pin<
-    Box<dyn std::future::Future<Output = Result<String, String>> + 'a>,
->;
+type TrapFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + 'a>>;
+type TrapFn = for<'a> fn(&'a mut Fixture) -> TrapFuture<'a>;
 
 const TRAPS: [(&str, TrapFn); 4] = [
     ("trap_stale_healthy_then_reused_replica_set", |f| {
@@ -566,7 +566,18 @@ const FAULTS: [(&str, TrapFn); 4] = [
     }),
 ];
 
+/// One fault trial's outcome, for `faults.json` and the summary at the end of the log.
+#[derive(Debug, Clone, Serialize)]
+struct FaultRecord {
+    fault: String,
+    passed: bool,
+    /// What happened and the recovery time, or why it failed.
+    detail: String,
+    seconds: f64,
+}
+
 struct Shared {
+    faults: Mutex<Vec<FaultRecord>>,
     rt: tokio::runtime::Runtime,
     fixture: Mutex<Option<Fixture>>,
     availability: support::Availability,
@@ -601,6 +612,7 @@ fn main() {
     };
     let availability = support::Availability::new("TRAPS", &connected, lock_error, args.list);
     let shared = Arc::new(Shared {
+        faults: Mutex::new(Vec::new()),
         rt,
         fixture: Mutex::new(connected.ok()),
         availability,
@@ -626,6 +638,16 @@ fn main() {
                 }
             }
             run_trap(&shared, name, fault)
+        })
+    }));
+    // The real binary SIGKILLed in each step in turn, then resumed (any cluster; own tenant).
+    trials.extend(cnpe_lab::step::Step::ALL.into_iter().map(|step| {
+        let shared = shared.clone();
+        let name = format!("fault_sigkill_in_{}", step.trial_name());
+        Trial::ignorable_test(name.clone(), move || {
+            run_trial(&shared, &name, move |f| {
+                Box::pin(kills::killed_in(&mut f.lab, step))
+            })
         })
     }));
     // Off the cluster, as root: the evidence directory on a full and a read-only filesystem.
@@ -664,6 +686,27 @@ fn main() {
             }
         }
     }
+    let faults = shared.faults.lock().unwrap().clone();
+    if !faults.is_empty() {
+        eprintln!("fault outcomes (recovery times in each line):");
+        for r in &faults {
+            let verdict = if r.passed { "ok  " } else { "FAIL" };
+            let first = r.detail.lines().next().unwrap_or("");
+            eprintln!("  {verdict} {} ({:.0}s): {first}", r.fault, r.seconds);
+        }
+        if let Some(f) = shared.fixture.lock().unwrap().as_ref() {
+            let mut path = f.records.dir.join("faults.json");
+            let mut n = 1;
+            while path.exists() {
+                n += 1;
+                path = f.records.dir.join(format!("faults-{n}.json"));
+            }
+            match records::write_json(&path, &serde_json::to_value(&faults).unwrap()) {
+                Ok(_) => eprintln!("traps: fault outcomes in {}", path.display()),
+                Err(e) => eprintln!("traps: fault outcomes not written: {e:#}"),
+            }
+        }
+    }
     if let Some(f) = shared.fixture.lock().unwrap().as_ref() {
         match cnpe_lab::junit::write_junit(&f.records.dir, "traps", &shared.junit.lock().unwrap()) {
             Ok(p) => eprintln!("traps: junit {}", p.display()),
@@ -677,8 +720,36 @@ fn main() {
 }
 
 fn run_trap(shared: &Shared, name: &str, trap: TrapFn) -> Result<Completion, Failed> {
+    run_trial(shared, name, trap)
+}
+
+fn run_trial(
+    shared: &Shared,
+    name: &str,
+    trap: impl for<'a> FnOnce(&'a mut Fixture) -> TrapFuture<'a>,
+) -> Result<Completion, Failed> {
     let t0 = Instant::now();
-    let result = run_trap_inner(shared, trap);
+    let result = run_trap_inner(shared, trap).map(|(completion, summary)| {
+        if let Some(detail) = summary {
+            if name.starts_with("fault_") {
+                shared.faults.lock().unwrap().push(FaultRecord {
+                    fault: name.into(),
+                    passed: true,
+                    detail,
+                    seconds: t0.elapsed().as_secs_f64(),
+                });
+            }
+        }
+        completion
+    });
+    if let (Err(e), true) = (&result, name.starts_with("fault_")) {
+        shared.faults.lock().unwrap().push(FaultRecord {
+            fault: name.into(),
+            passed: false,
+            detail: e.message().unwrap_or("failed").to_string(),
+            seconds: t0.elapsed().as_secs_f64(),
+        });
+    }
     use cnpe_lab::junit::{TrialOutcome, TrialRecord};
     let outcome = match &result {
         Ok(Completion::Completed) => TrialOutcome::Passed,
@@ -697,16 +768,19 @@ fn run_trap(shared: &Shared, name: &str, trap: TrapFn) -> Result<Completion, Fai
     result
 }
 
-fn run_trap_inner(shared: &Shared, trap: TrapFn) -> Result<Completion, Failed> {
+fn run_trap_inner(
+    shared: &Shared,
+    trap: impl for<'a> FnOnce(&'a mut Fixture) -> TrapFuture<'a>,
+) -> Result<(Completion, Option<String>), Failed> {
     if let Some(v) = shared.availability.verdict("TRAPS") {
-        return v;
+        return v.map(|c| (c, None));
     }
     let mut guard = shared.fixture.lock().unwrap();
     let f = guard.as_mut().expect("connected");
     match shared.rt.block_on(trap(f)) {
         Ok(summary) => {
             eprintln!("  {summary}");
-            Ok(Completion::Completed)
+            Ok((Completion::Completed, Some(summary)))
         }
         Err(e) => {
             let _ = shared.rt.block_on(f.restore());

@@ -26,15 +26,17 @@ fetch() {
   rm -f "$tmp"
 }
 
-if [[ -x $dir/kind ]] && "$dir/kind" version 2>/dev/null | grep -q "^kind $KIND_VERSION "; then
+# Versions are captured, then matched: `cmd | grep -q` under pipefail can fail on SIGPIPE.
+have_kind="$( { [[ -x $dir/kind ]] && "$dir/kind" version 2>/dev/null; } || true)"
+have_kubectl="$( { [[ -x $dir/kubectl ]] && "$dir/kubectl" version --client 2>/dev/null; } || true)"
+if [[ $have_kind == "kind $KIND_VERSION "* ]]; then
   log "kind $KIND_VERSION already in $dir"
 else
   base="https://github.com/kubernetes-sigs/kind/releases/download/$KIND_VERSION/kind-linux-$arch"
   fetch "$base" "$base.sha256sum" "$dir/kind"
 fi
 
-if [[ -x $dir/kubectl ]] \
-  && "$dir/kubectl" version --client 2>/dev/null | grep -q "^Client Version: $KUBECTL_VERSION$"; then
+if [[ $'\n'$have_kubectl$'\n' == *$'\n'"Client Version: $KUBECTL_VERSION"$'\n'* ]]; then
   log "kubectl $KUBECTL_VERSION already in $dir"
 else
   base="https://dl.k8s.io/release/$KUBECTL_VERSION/bin/linux/$arch/kubectl"

@@ -222,7 +222,11 @@ async fn run(command: Command, cfg: Config) -> Result<ExitCode> {
             };
             let mut runner = Runner::new(Lab::connect(cfg).await?);
             runner
-                .run_all(mode, |r| eprintln!("{}", runner::render(r)))
+                .run_all(
+                    mode,
+                    |s| eprintln!("{}", runner::render_begin(s)),
+                    |r| eprintln!("{}", runner::render(r)),
+                )
                 .await;
             if mode == Mode::Run {
                 let p = runner

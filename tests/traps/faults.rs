@@ -1,9 +1,10 @@
 //! The faults half of `cargo test --test traps`: the run under faults, each bounded in time. On the hermetic
-//! cluster (whose processes this suite can pause): Argo CD and the API server stopped during a
-//! wait. Anywhere as root: the evidence directory on a full and on a read-only
+//! cluster (whose processes this suite can stop, start and pause): Argo CD's controller and
+//! repo-server stopped, the git daemon down during Argo's fetch, the API server restarted, and
+//! the API server hung (SIGSTOP), each during a wait. Anywhere as root: the evidence directory on a full and on a read-only
 //! filesystem. Each fault proves the run either completes correctly once the fault ends, or
 //! fails with an explanation that names the fault, and that no record is lost or overwritten.
-//! (SIGKILL in step 5 and resume is exercised by `.ci/run` on the real binary.)
+//! (The real binary SIGKILLed in each step and resumed: `kills.rs`.)
 
 use crate::support::LabCluster;
 use cnpe_lab::config::Config;
@@ -87,58 +88,14 @@ fn release_with_body(cfg: &Config, body: &str) -> serde_json::Value {
     serde_json::to_value(manifests::baseline_release(&c)).unwrap()
 }
 
-/// A wait during the fault must time out, naming what the fault holds back; after the fault
-/// the same wait must complete. Returns the recovery time after the fault ended.
-async fn ride_out(
-    lab: &mut LabCluster,
-    fault: &str,
-    names: &[&str],
-    needles: &[&str],
-) -> Result<String, String> {
-    let body = format!("labhub-cnpe-fault-{fault}");
-    let sha = lab.commit(
-        &release_with_body(&lab.cfg, &body),
-        &format!("Fault test: {fault}"),
-    )?;
-    let paused = pause(names)?;
-    lab.point_at(&sha).await?;
-    match lab.wait(Target::Healthy, &sha, &body, DURING).await {
-        Err(WaitError::Timeout { explanation, .. }) => {
-            if let Some(n) = needles.iter().find(|n| !explanation.contains(**n)) {
-                return Err(format!(
-                    "with {names:?} stopped the explanation lacks {n:?}:\n{explanation}"
-                ));
-            }
-        }
-        Err(e) => {
-            return Err(format!(
-                "with {names:?} stopped the wait failed otherwise: {e}"
-            ))
-        }
-        Ok(_) => return Err(format!("the wait completed while {names:?} were stopped")),
-    }
-    drop(paused);
-    let ended = Instant::now();
-    let deadline = lab.cfg.wait_deadline * 2;
-    lab.wait(Target::Healthy, &sha, &body, deadline)
-        .await
-        .map_err(|e| format!("after {fault} ended: {e}"))?;
-    let secs = ended.elapsed().as_secs_f64();
-    lab.revert(&sha)?;
-    lab.restore().await?;
-    let line = format!(
-        "{fault}: wait named it while stopped; serving {} {secs:.1}s after the fault ended",
-        &sha[..7]
-    );
-    Ok(line)
-}
-
 pub async fn argo_stopped(lab: &mut LabCluster) -> Result<String, String> {
-    ride_out(
+    restart_during_wait(
         lab,
         "argocd-stopped",
-        &["argocd-repo-server", "argocd-application-controller"],
+        &["argocd-application-controller", "argocd-repo-server"],
+        true,
         &["observed_revision", "Argo CD has not finished applying"],
+        AfterStart::Nothing,
     )
     .await
 }
@@ -197,18 +154,24 @@ fn component(action: &str, name: &str) -> Result<(), String> {
     }
 }
 
-/// A component stopped for real; started again on drop if the trial did not, so a failing
-/// trial never leaves the cluster without it.
-struct Stopped(&'static str, bool);
+/// Components stopped for real; started again on drop if the trial did not, so a failing
+/// trial never leaves the cluster without them.
+struct Stopped(Vec<&'static str>, bool);
 
 impl Stopped {
-    fn stop(name: &'static str) -> Result<Stopped, String> {
-        component("stop", name)?;
-        Ok(Stopped(name, false))
+    fn stop(names: &[&'static str]) -> Result<Stopped, String> {
+        let mut s = Stopped(Vec::new(), false);
+        for n in names {
+            component("stop", n)?;
+            s.0.push(n);
+        }
+        Ok(s)
     }
     fn start(mut self) -> Result<Instant, String> {
         self.1 = true;
-        component("start", self.0)?;
+        for n in &self.0 {
+            component("start", n)?;
+        }
         Ok(Instant::now())
     }
 }
@@ -216,7 +179,9 @@ impl Stopped {
 impl Drop for Stopped {
     fn drop(&mut self) {
         if !self.1 {
-            let _ = component("start", self.0);
+            for n in &self.0 {
+                let _ = component("start", n);
+            }
         }
     }
 }
@@ -237,7 +202,7 @@ enum AfterStart {
 async fn restart_during_wait(
     lab: &mut LabCluster,
     fault: &str,
-    name: &'static str,
+    names: &[&'static str],
     outage_first: bool,
     needles: &[&str],
     after_start: AfterStart,
@@ -248,13 +213,14 @@ async fn restart_during_wait(
         &format!("Fault test: {fault}"),
     )?;
     let stopped = if outage_first {
-        let s = Stopped::stop(name)?;
+        let s = Stopped::stop(names)?;
         lab.point_at(&sha).await?;
         s
     } else {
         lab.point_at(&sha).await?;
-        Stopped::stop(name)?
+        Stopped::stop(names)?
     };
+    let name = names.join(" and ");
     let timed_out = match lab.wait(Target::Healthy, &sha, &body, DURING).await {
         Err(WaitError::Timeout { explanation, .. }) => explanation,
         Err(WaitError::Api { source, .. }) => format!("{source:#}"),
@@ -296,7 +262,7 @@ pub async fn api_server_restarted(lab: &mut LabCluster) -> Result<String, String
     restart_during_wait(
         lab,
         "api-server-restarted",
-        "kube-apiserver",
+        &["kube-apiserver"],
         false,
         &["watch", "Connection refused"],
         AfterStart::Nothing,
@@ -310,7 +276,7 @@ pub async fn git_daemon_down(lab: &mut LabCluster) -> Result<String, String> {
     restart_during_wait(
         lab,
         "git-daemon-down",
-        "git-daemon",
+        &["git-daemon"],
         true,
         &["ComparisonError", "cannot reach the Git server"],
         AfterStart::RequestRefresh,
