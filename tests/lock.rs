@@ -5,6 +5,16 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
+/// The tests of this file run one at a time: flock(2) locks belong to the open file
+/// description, which a child forked by a parallel test shares until its exec, so a lock
+/// dropped in one test can still be held for a moment by another test's child (this flaked
+/// in CI once).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A separate process that takes the same flock(2) lock (python's fcntl.flock is flock(2), like
 /// std's File::lock on Linux), optionally writes its pid, says "locked", then waits for stdin to
 /// close.
@@ -39,6 +49,7 @@ sys.stdin.read()
 
 #[test]
 fn a_second_acquire_in_the_same_process_is_held_by_us() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let first = acquire(dir.path()).unwrap();
     let err = acquire(dir.path()).unwrap_err();
@@ -63,6 +74,7 @@ fn a_second_acquire_in_the_same_process_is_held_by_us() {
 
 #[test]
 fn another_process_holding_it_is_named_and_its_death_releases_it() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let ev = dir.path().join("cnpe");
     std::fs::create_dir(&ev).unwrap();
@@ -84,6 +96,7 @@ fn another_process_holding_it_is_named_and_its_death_releases_it() {
 
 #[test]
 fn a_holder_that_wrote_no_pid_is_still_a_holder() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let lock_file = dir.path().join(LOCK_FILE);
     std::fs::write(&lock_file, "").unwrap();
@@ -105,6 +118,7 @@ fn a_holder_that_wrote_no_pid_is_still_a_holder() {
 
 #[test]
 fn a_stale_pid_in_an_unlocked_file_does_not_block() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join(LOCK_FILE),
@@ -122,6 +136,7 @@ fn a_stale_pid_in_an_unlocked_file_does_not_block() {
 
 #[test]
 fn io_errors_name_the_path() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     // The evidence "directory" is a regular file.
     let not_a_dir = dir.path().join("cnpe");
