@@ -11,6 +11,17 @@ pub const VERSION: &str = "v1alpha1";
 /// Annotation that asks the controller for a refresh; it removes it when done.
 pub const REFRESH_ANNOTATION: &str = "argocd.argoproj.io/refresh";
 
+/// The merge patch that requests a normal refresh of an Application and, when given, changes
+/// its targetRevision and nothing else (steps 4 and 6 must not touch the rest of the spec).
+pub fn refresh_patch(target_revision: Option<&str>) -> serde_json::Value {
+    let mut patch =
+        serde_json::json!({"metadata": {"annotations": {REFRESH_ANNOTATION: "normal"}}});
+    if let Some(revision) = target_revision {
+        patch["spec"] = serde_json::json!({"source": {"targetRevision": revision}});
+    }
+    patch
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AppProject {

@@ -12,7 +12,6 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::Client;
-use serde_json::json;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -158,43 +157,29 @@ impl Cluster {
 
     /// Steps 4 and 6: change ONLY the Application's targetRevision and request a refresh.
     pub async fn set_target_revision(&self, revision: &str) -> Result<()> {
-        let patch = json!({
-            "metadata": {"annotations": {argo::REFRESH_ANNOTATION: "normal"}},
-            "spec": {"source": {"targetRevision": revision}}
-        });
-        self.applications()
-            .patch(
-                &self.cfg.application,
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await
-            .with_context(|| {
-                format!(
-                    "setting targetRevision of Application {} to {revision}",
-                    self.cfg.application
-                )
-            })?;
-        Ok(())
+        self.patch_application(
+            &argo::refresh_patch(Some(revision)),
+            &format!("setting targetRevision to {revision}"),
+        )
+        .await
     }
 
     /// Asks Argo CD to compare again now (what `argocd app get --refresh` does): after a
     /// failed fetch it otherwise retries only at its next reconciliation.
     pub async fn request_refresh(&self) -> Result<()> {
-        let patch = json!({"metadata": {"annotations": {argo::REFRESH_ANNOTATION: "normal"}}});
+        self.patch_application(&argo::refresh_patch(None), "requesting a refresh")
+            .await
+    }
+
+    async fn patch_application(&self, patch: &serde_json::Value, what: &str) -> Result<()> {
         self.applications()
             .patch(
                 &self.cfg.application,
                 &PatchParams::default(),
-                &Patch::Merge(&patch),
+                &Patch::Merge(patch),
             )
             .await
-            .with_context(|| {
-                format!(
-                    "requesting a refresh of Application {}",
-                    self.cfg.application
-                )
-            })?;
+            .with_context(|| format!("Application {}: {what}", self.cfg.application))?;
         Ok(())
     }
 

@@ -268,3 +268,18 @@ fn render_command_writes_the_three_files() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn revision_patch_changes_only_the_target_revision_and_requests_a_refresh() {
+    assert_eq!(
+        cnpe_lab::argo::refresh_patch(Some(SHA)),
+        json!({
+            "metadata": {"annotations": {"argocd.argoproj.io/refresh": "normal"}},
+            "spec": {"source": {"targetRevision": SHA}}
+        })
+    );
+    assert_eq!(
+        cnpe_lab::argo::refresh_patch(None),
+        json!({"metadata": {"annotations": {"argocd.argoproj.io/refresh": "normal"}}})
+    );
+}
