@@ -685,14 +685,11 @@ impl Lab {
 
     /// Writes `timeline.json` (or `timeline-N.json` if an earlier run's timeline is there).
     pub fn write_timeline(&self) -> Result<PathBuf> {
-        let mut path = self.records.timeline();
-        let mut n = 1;
-        while path.exists() {
-            n += 1;
-            path = self.records.dir.join(format!("timeline-{n}.json"));
-        }
-        records::write_json(&path, &serde_json::to_value(&self.timeline)?)?;
-        Ok(path)
+        records::write_json_numbered(
+            &self.records.dir,
+            "timeline",
+            &serde_json::to_value(&self.timeline)?,
+        )
     }
 
     pub fn summary(&self) -> String {

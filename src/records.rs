@@ -111,6 +111,29 @@ pub fn write_json(path: &Path, value: &serde_json::Value) -> Result<WriteOutcome
     write_once(path, text.as_bytes())
 }
 
+/// Writes `value` as `<stem>.json` in `dir`, or as `<stem>-N.json` with the first free N, so
+/// a later run never replaces an earlier run's file (timelines, trap verdicts, fault outcomes).
+pub fn write_json_numbered(dir: &Path, stem: &str, value: &serde_json::Value) -> Result<PathBuf> {
+    let mut n = 1;
+    loop {
+        let path = dir.join(numbered_name(stem, n));
+        if !path.exists() {
+            // write_once refuses, never replaces, if another process took the name meanwhile.
+            write_json(&path, value)?;
+            return Ok(path);
+        }
+        n += 1;
+    }
+}
+
+fn numbered_name(stem: &str, n: u32) -> String {
+    if n == 1 {
+        format!("{stem}.json")
+    } else {
+        format!("{stem}-{n}.json")
+    }
+}
+
 /// Reads an evidence file strictly (duplicate keys rejected), naming the file on error.
 pub fn read_json(path: &Path) -> Result<Option<serde_json::Value>> {
     if !path.exists() {
@@ -160,9 +183,6 @@ impl RecordPaths {
     pub fn recovered_json(&self) -> PathBuf {
         self.dir.join("recovered.json")
     }
-    pub fn timeline(&self) -> PathBuf {
-        self.dir.join("timeline.json")
-    }
     /// When targetRevision was first pointed at the bad SHA (write-once).
     pub fn revision_bad(&self) -> PathBuf {
         self.dir.join("revision-bad.json")
@@ -198,6 +218,21 @@ mod tests {
         assert_eq!(fs::read(&p).unwrap(), b"outage");
         // No temporary files left behind.
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn numbered_json_takes_the_next_free_name_and_keeps_the_earlier_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = serde_json::json!({"run": 1});
+        let second = serde_json::json!({"run": 2});
+        let p1 = write_json_numbered(dir.path(), "timeline", &first).unwrap();
+        let p2 = write_json_numbered(dir.path(), "timeline", &second).unwrap();
+        let p3 = write_json_numbered(dir.path(), "timeline", &second).unwrap();
+        assert_eq!(p1, dir.path().join("timeline.json"));
+        assert_eq!(p2, dir.path().join("timeline-2.json"));
+        assert_eq!(p3, dir.path().join("timeline-3.json"));
+        assert_eq!(read_json(&p1).unwrap(), Some(first));
+        assert_eq!(read_json(&p2).unwrap(), Some(second));
     }
 
     #[test]

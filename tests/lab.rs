@@ -10,7 +10,7 @@ use cnpe_lab::config::Config;
 use cnpe_lab::lab::Lab;
 use cnpe_lab::runner::{Outcome, Runner};
 use cnpe_lab::step::{Step, StepKind};
-use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use libtest_mimic::{Completion, Failed, Trial};
 use std::sync::{Arc, Mutex};
 
 struct Shared {
@@ -30,25 +30,13 @@ fn connect(rt: &tokio::runtime::Runtime, cfg: Config) -> Result<Runner, String> 
 }
 
 fn main() {
-    let mut args = Arguments::from_args();
-    args.test_threads = Some(1); // the steps are ordered and share one cluster
-    let (prepared, provisioned) = support::prepare(args.list);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let lock_error = matches!(&prepared, Err(e) if e.contains("another cnpe-lab process"));
-    let (connected, _lock) = match prepared {
-        Ok((cfg, lock)) => (connect(&rt, cfg), Some(lock)),
-        Err(e) => (Err(e), None),
-    };
-    let availability = support::Availability::new("LAB", &connected, lock_error, args.list);
+    let suite = support::start_suite("LAB", connect);
     let shared = Arc::new(Shared {
-        rt,
-        runner: Mutex::new(connected.ok()),
-        availability,
+        rt: suite.rt,
+        runner: Mutex::new(suite.connected),
+        availability: suite.availability,
     });
+    let (args, provisioned, _lock) = (suite.args, suite.provisioned, suite.lock);
 
     let mut trials: Vec<Trial> = Step::ALL
         .iter()

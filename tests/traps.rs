@@ -19,7 +19,7 @@ use cnpe_lab::manifests;
 use cnpe_lab::observer::WaitError;
 use cnpe_lab::records;
 use cnpe_lab::wait::Target;
-use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use libtest_mimic::{Completion, Failed, Trial};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -597,27 +597,15 @@ fn connect(rt: &tokio::runtime::Runtime, cfg: Config) -> Result<Fixture, String>
 }
 
 fn main() {
-    let mut args = Arguments::from_args();
-    args.test_threads = Some(1);
-    let (prepared, provisioned) = support::prepare(args.list);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let lock_error = matches!(&prepared, Err(e) if e.contains("another cnpe-lab process"));
-    let (connected, _lock) = match prepared {
-        Ok((cfg, lock)) => (connect(&rt, cfg), Some(lock)),
-        Err(e) => (Err(e), None),
-    };
-    let availability = support::Availability::new("TRAPS", &connected, lock_error, args.list);
+    let suite = support::start_suite("TRAPS", connect);
     let shared = Arc::new(Shared {
         faults: Mutex::new(Vec::new()),
-        rt,
-        fixture: Mutex::new(connected.ok()),
-        availability,
+        rt: suite.rt,
+        fixture: Mutex::new(suite.connected),
+        availability: suite.availability,
         junit: Mutex::new(Vec::new()),
     });
+    let (args, provisioned, _lock) = (suite.args, suite.provisioned, suite.lock);
     let mut trials: Vec<Trial> = TRAPS
         .iter()
         .map(|(name, trap)| {
@@ -666,14 +654,9 @@ fn main() {
             eprintln!("traps: {e}");
         }
         if !f.results.is_empty() {
-            let mut path = f.records.dir.join("traps.json");
-            let mut n = 1;
-            while path.exists() {
-                n += 1;
-                path = f.records.dir.join(format!("traps-{n}.json"));
-            }
-            match records::write_json(&path, &serde_json::to_value(&f.results).unwrap()) {
-                Ok(_) => eprintln!("traps: verdicts in {}", path.display()),
+            let verdicts = serde_json::to_value(&f.results).unwrap();
+            match records::write_json_numbered(&f.records.dir, "traps", &verdicts) {
+                Ok(path) => eprintln!("traps: verdicts in {}", path.display()),
                 Err(e) => eprintln!("traps: verdicts not written: {e:#}"),
             }
             for t in &f.results {
@@ -695,14 +678,9 @@ fn main() {
             eprintln!("  {verdict} {} ({:.0}s): {first}", r.fault, r.seconds);
         }
         if let Some(f) = shared.fixture.lock().unwrap().as_ref() {
-            let mut path = f.records.dir.join("faults.json");
-            let mut n = 1;
-            while path.exists() {
-                n += 1;
-                path = f.records.dir.join(format!("faults-{n}.json"));
-            }
-            match records::write_json(&path, &serde_json::to_value(&faults).unwrap()) {
-                Ok(_) => eprintln!("traps: fault outcomes in {}", path.display()),
+            let outcomes = serde_json::to_value(&faults).unwrap();
+            match records::write_json_numbered(&f.records.dir, "faults", &outcomes) {
+                Ok(path) => eprintln!("traps: fault outcomes in {}", path.display()),
                 Err(e) => eprintln!("traps: fault outcomes not written: {e:#}"),
             }
         }

@@ -86,6 +86,47 @@ pub fn prepare(listing: bool) -> (Result<(Config, LabLock), String>, Option<Prov
     }
 }
 
+/// How a cluster suite's `main` begins (tests/lab.rs and tests/traps.rs).
+pub struct Suite<T> {
+    pub args: libtest_mimic::Arguments,
+    pub rt: tokio::runtime::Runtime,
+    pub connected: Option<T>,
+    pub availability: Availability,
+    /// Held until the suite ends: no other cnpe-lab process uses the directories meanwhile.
+    pub lock: Option<LabLock>,
+    pub provisioned: Option<Provisioned>,
+}
+
+/// Arguments (one test thread: the trials share one cluster), configuration, cluster, lock,
+/// the connected fixture or why there is none, and the NOT RUN banner.
+pub fn start_suite<T>(
+    suite: &str,
+    connect: impl FnOnce(&tokio::runtime::Runtime, Config) -> Result<T, String>,
+) -> Suite<T> {
+    let mut args = libtest_mimic::Arguments::from_args();
+    args.test_threads = Some(1);
+    let (prepared, provisioned) = prepare(args.list);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let lock_error = matches!(&prepared, Err(e) if e.contains("another cnpe-lab process"));
+    let (connected, lock) = match prepared {
+        Ok((cfg, lock)) => (connect(&rt, cfg), Some(lock)),
+        Err(e) => (Err(e), None),
+    };
+    let availability = Availability::new(suite, &connected, lock_error, args.list);
+    Suite {
+        args,
+        rt,
+        connected: connected.ok(),
+        availability,
+        lock,
+        provisioned,
+    }
+}
+
 /// The API server answers within 10 s.
 pub async fn api_answers(cluster: &cnpe_lab::cluster::Cluster) -> Result<(), String> {
     match tokio::time::timeout(std::time::Duration::from_secs(10), cluster.version()).await {
