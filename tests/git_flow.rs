@@ -62,6 +62,23 @@ fn check(l: &Lab, base: Oid, bad: Oid, rec: Oid) -> history::HistoryReport {
     )
 }
 
+/// A second clone of the lab's bare repo, as another user would have.
+fn other_clone(l: &Lab) -> (tempfile::TempDir, std::path::PathBuf) {
+    let other = tempfile::tempdir().unwrap();
+    let bare = l.cfg.bare_repo.to_str().unwrap();
+    git(other.path(), &["clone", "-q", bare, "c"]);
+    let c = other.path().join("c");
+    (other, c)
+}
+
+/// `git commit` by someone other than the lab, with `extra` arguments (e.g. --allow-empty).
+fn commit_as_someone_else(dir: &Path, extra: &[&str], message: &str) {
+    let mut args = vec!["-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-m", message]);
+    git(dir, &args);
+}
+
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
@@ -116,27 +133,9 @@ fn force_pushed_branch_fails_reachability() {
     let l = lab();
     let (_g, base, bad, rec) = run_flow(&l);
     // Someone rewrites the branch behind our back: main -> baseline, then a new "recovery".
-    let other = tempfile::tempdir().unwrap();
-    git(
-        other.path(),
-        &["clone", "-q", l.cfg.bare_repo.to_str().unwrap(), "c"],
-    );
-    let c = other.path().join("c");
+    let (_other, c) = other_clone(&l);
     git(&c, &["reset", "-q", "--hard", &base.to_string()]);
-    git(
-        &c,
-        &[
-            "-c",
-            "user.name=x",
-            "-c",
-            "user.email=x@x",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "rewritten",
-        ],
-    );
+    commit_as_someone_else(&c, &["--allow-empty"], "rewritten");
     git(&c, &["push", "-q", "--force", "origin", "main"]);
     let report = check(&l, base, bad, rec);
     assert!(!report.passed());
@@ -209,19 +208,7 @@ fn bad_commit_that_also_adds_a_file_fails() {
     .unwrap();
     std::fs::write(g.workdir().join("app/configmap.json"), "{}").unwrap();
     git(g.workdir(), &["add", "-A"]);
-    git(
-        g.workdir(),
-        &[
-            "-c",
-            "user.name=x",
-            "-c",
-            "user.email=x@x",
-            "commit",
-            "-q",
-            "-m",
-            "bad plus extra",
-        ],
-    );
+    commit_as_someone_else(g.workdir(), &[], "bad plus extra");
     let bad = g.head().unwrap().unwrap();
     let rec = g.revert(bad).unwrap();
     g.push().unwrap();
@@ -292,26 +279,8 @@ fn push_that_would_not_fast_forward_is_refused_and_the_remote_kept() {
     let l = lab();
     let (g, _base, _bad, rec) = run_flow(&l);
     // Another clone pushes a new commit; our local branch is now behind and diverges.
-    let other = tempfile::tempdir().unwrap();
-    git(
-        other.path(),
-        &["clone", "-q", l.cfg.bare_repo.to_str().unwrap(), "c"],
-    );
-    let c = other.path().join("c");
-    git(
-        &c,
-        &[
-            "-c",
-            "user.name=x",
-            "-c",
-            "user.email=x@x",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "theirs",
-        ],
-    );
+    let (_other, c) = other_clone(&l);
+    commit_as_someone_else(&c, &["--allow-empty"], "theirs");
     git(&c, &["push", "-q", "origin", "main"]);
     let theirs = bare(&l)
         .find_reference("refs/heads/main")
