@@ -1,13 +1,12 @@
-//! The faults half of `cargo test --test traps`: the run under faults, each bounded in time. On the hermetic
-//! cluster (whose processes this suite can stop, start and pause): Argo CD's controller and
-//! repo-server stopped, the git daemon down during Argo's fetch, the API server restarted, and
-//! the API server hung (SIGSTOP), each during a wait. Anywhere as root: the evidence directory on a full and on a read-only
-//! filesystem. Each fault proves the run either completes correctly once the fault ends, or
-//! fails with an explanation that names the fault, and that no record is lost or overwritten.
-//! (The real binary SIGKILLed in each step and resumed: `kills.rs`.)
+//! The faults half of `cargo test --test traps`, each fault bounded in time. On the hermetic
+//! cluster (whose processes this suite can stop, start and pause), during a wait: Argo CD's
+//! controller and repo-server stopped, the git daemon down during Argo's fetch, the API server
+//! restarted, and the API server hung (SIGSTOP). Anywhere as root: the evidence directory on a
+//! full and on a read-only filesystem. Each fault proves the run either completes correctly
+//! once the fault ends, or fails with an explanation that names the fault, and that no record
+//! is lost or overwritten. (The real binary SIGKILLed in each step and resumed: `kills.rs`.)
 
 use crate::support::LabCluster;
-use cnpe_lab::config::Config;
 use cnpe_lab::manifests;
 use cnpe_lab::observer::WaitError;
 use cnpe_lab::records;
@@ -82,10 +81,22 @@ impl Drop for Paused {
     }
 }
 
-fn release_with_body(cfg: &Config, body: &str) -> serde_json::Value {
-    let mut c = cfg.clone();
-    c.body = body.into();
-    serde_json::to_value(manifests::baseline_release(&c)).unwrap()
+/// A fault's own release: the baseline serving `labhub-cnpe-fault-<fault>`, committed and
+/// pushed; returns its SHA and body.
+fn fault_release(lab: &LabCluster, fault: &str) -> Result<(String, String), String> {
+    let body = format!("labhub-cnpe-fault-{fault}");
+    let mut c = lab.cfg.clone();
+    c.body = body.clone();
+    let release = serde_json::to_value(manifests::baseline_release(&c)).unwrap();
+    let sha = lab.commit(&release, &format!("Fault test: {fault}"))?;
+    Ok((sha, body))
+}
+
+/// Every fault ends as the lab does: the fault's release reverted in Git (history kept) and
+/// the recorded recovery serving again.
+async fn end_fault(lab: &mut LabCluster, sha: &str) -> Result<(), String> {
+    lab.revert(sha)?;
+    lab.restore().await
 }
 
 pub async fn argo_stopped(lab: &mut LabCluster) -> Result<String, String> {
@@ -103,11 +114,7 @@ pub async fn argo_stopped(lab: &mut LabCluster) -> Result<String, String> {
 /// The API server stops answering mid-wait for [`FAULT`]; the wait rides it out to its
 /// deadline and completes once the server answers again.
 pub async fn api_server_stopped(lab: &mut LabCluster) -> Result<String, String> {
-    let body = "labhub-cnpe-fault-apiserver".to_string();
-    let sha = lab.commit(
-        &release_with_body(&lab.cfg, &body),
-        "Fault test: API server stopped",
-    )?;
+    let (sha, body) = fault_release(lab, "api-server-stopped")?;
     lab.point_at(&sha).await?;
     let paused = pause(&["kube-apiserver"])?;
     // The fault's duration is the fault itself, not a synchronisation: it ends on its own.
@@ -118,20 +125,17 @@ pub async fn api_server_stopped(lab: &mut LabCluster) -> Result<String, String> 
     });
     let deadline = lab.cfg.wait_deadline * 2 + FAULT;
     let result = lab.wait(Target::Healthy, &sha, &body, deadline).await;
+    let finished = Instant::now();
     let ended = ender.join().map_err(|_| "the fault thread panicked")?;
     let waited =
         result.map_err(|e| format!("the wait did not ride out the stopped API server: {e}"))?;
-    // The wait returned `ended.elapsed()` ago; the fault ended FAULT after the wait began.
-    let after = waited.elapsed.as_secs_f64() - FAULT.as_secs_f64();
-    let _ = ended;
-    lab.revert(&sha)?;
-    lab.restore().await?;
-    let line = format!(
+    let after = finished.saturating_duration_since(ended);
+    end_fault(lab, &sha).await?;
+    Ok(format!(
         "api-server-stopped {FAULT:?}: the wait rode it out; serving after {:.1}s in all ({:.1}s after the fault ended)",
         waited.elapsed.as_secs_f64(),
-        after.max(0.0)
-    );
-    Ok(line)
+        after.as_secs_f64()
+    ))
 }
 
 /// Stops or starts one hermetic component for real (ci/hermetic/component.sh: SIGTERM and a
@@ -156,30 +160,40 @@ fn component(action: &str, name: &str) -> Result<(), String> {
 
 /// Components stopped for real; started again on drop if the trial did not, so a failing
 /// trial never leaves the cluster without them.
-struct Stopped(Vec<&'static str>, bool);
+struct Stopped {
+    names: Vec<&'static str>,
+    /// When the first stop began: the outage lasts from here to the start.
+    since: Instant,
+    started: bool,
+}
 
 impl Stopped {
     fn stop(names: &[&'static str]) -> Result<Stopped, String> {
-        let mut s = Stopped(Vec::new(), false);
+        let mut s = Stopped {
+            names: Vec::new(),
+            since: Instant::now(),
+            started: false,
+        };
         for n in names {
             component("stop", n)?;
-            s.0.push(n);
+            s.names.push(n);
         }
         Ok(s)
     }
-    fn start(mut self) -> Result<Instant, String> {
-        self.1 = true;
-        for n in &self.0 {
+    /// Starts them again; returns when, and how long the outage lasted.
+    fn start(mut self) -> Result<(Instant, Duration), String> {
+        self.started = true;
+        for n in &self.names {
             component("start", n)?;
         }
-        Ok(Instant::now())
+        Ok((Instant::now(), self.since.elapsed()))
     }
 }
 
 impl Drop for Stopped {
     fn drop(&mut self) {
-        if !self.1 {
-            for n in &self.0 {
+        if !self.started {
+            for n in &self.names {
                 let _ = component("start", n);
             }
         }
@@ -207,11 +221,7 @@ async fn restart_during_wait(
     needles: &[&str],
     after_start: AfterStart,
 ) -> Result<String, String> {
-    let body = format!("labhub-cnpe-fault-{fault}");
-    let sha = lab.commit(
-        &release_with_body(&lab.cfg, &body),
-        &format!("Fault test: {fault}"),
-    )?;
+    let (sha, body) = fault_release(lab, fault)?;
     let stopped = if outage_first {
         let s = Stopped::stop(names)?;
         lab.point_at(&sha).await?;
@@ -231,7 +241,7 @@ async fn restart_during_wait(
             "with {name} stopped the wait's explanation lacks {n:?}:\n{timed_out}"
         ));
     }
-    let started = stopped.start()?;
+    let (started, outage) = stopped.start()?;
     if after_start == AfterStart::RequestRefresh {
         lab.cluster
             .request_refresh()
@@ -243,15 +253,15 @@ async fn restart_during_wait(
         .await
         .map_err(|e| format!("after {name} started again: {e}"))?;
     let secs = started.elapsed().as_secs_f64();
-    lab.revert(&sha)?;
-    lab.restore().await?;
+    end_fault(lab, &sha).await?;
     let named: Vec<&str> = needles.to_vec();
     let how = match after_start {
         AfterStart::Nothing => "",
         AfterStart::RequestRefresh => " and one refresh request",
     };
     Ok(format!(
-        "{fault}: with {name} stopped the wait timed out naming {named:?}; serving {} {secs:.1}s after {name} started again{how}",
+        "{fault}: with {name} stopped ({:.1}s) the wait timed out naming {named:?}; serving {} {secs:.1}s after {name} started again{how}",
+        outage.as_secs_f64(),
         &sha[..7]
     ))
 }
