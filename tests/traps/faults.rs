@@ -267,7 +267,11 @@ async fn restart_during_wait(
 }
 
 /// The API server stopped (connections refused) during a wait, then started: the wait names
-/// the refused connection at its deadline; the next wait rides out the start.
+/// the refused connection at its deadline; the next wait rides out the start. Serving takes
+/// ~30 s after the start, all of it Kubernetes and Argo CD catching up (read from their logs):
+/// the controller's reconcile that failed during the outage is retried ~18 s later, and the
+/// node, whose lease lapsed during the ~31 s outage, is NotReady for ~10 s, so the new pod
+/// is not scheduled until the kubelet reports Ready again.
 pub async fn api_server_restarted(lab: &mut LabCluster) -> Result<String, String> {
     restart_during_wait(
         lab,
