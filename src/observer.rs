@@ -282,8 +282,12 @@ pub async fn context(
     zero_endpoints_for: Option<Duration>,
     flips: &[Flip],
 ) -> wait::Context {
-    let (pods, events, replica_sets) =
-        tokio::join!(cluster.pods(), cluster.events(), cluster.replica_sets());
+    let (pods, events, replica_sets, slices) = tokio::join!(
+        cluster.pods(),
+        cluster.events(),
+        cluster.replica_sets(),
+        cluster.endpoint_slices()
+    );
     let mut read_errors = Vec::new();
     let mut keep = |what: &str, e: anyhow::Error| read_errors.push(format!("{what}: {e:#}"));
     let pods = pods.unwrap_or_else(|e| {
@@ -298,6 +302,10 @@ pub async fn context(
         keep("replicasets", e);
         vec![]
     });
+    let listed_ready_endpoints = slices
+        .map(|s| crate::evidence::ready_endpoints(&s))
+        .map_err(|e| keep("endpointslices", e))
+        .ok();
     let state = live.snapshot();
     wait::Context {
         application: state.application,
@@ -315,6 +323,7 @@ pub async fn context(
                 e.message
             )
         }),
+        listed_ready_endpoints,
         read_errors,
     }
 }

@@ -183,6 +183,9 @@ pub struct Context {
     /// "health Progressing -> Degraded at +21.3s" lines.
     pub flips: Vec<String>,
     pub last_watch_error: Option<String>,
+    /// Ready endpoints in a fresh list of the Service's EndpointSlices (not the watch), so a
+    /// lagging watch is told apart from a cluster that really lists none.
+    pub listed_ready_endpoints: Option<i64>,
     /// Context reads that failed (named, so the explanation never hides a blind spot).
     pub read_errors: Vec<String>,
 }
@@ -309,10 +312,72 @@ pub fn likely_causes(target: Target, unmet: &[Unmet], ev: &Evidence, cx: &Contex
             crate::sha::short(ev.target_revision.as_deref().unwrap_or("?")),
         ));
     }
+    // Argo CD applied the spec but the Deployment controller has not looked at it yet.
+    if unmet_names.contains(&"observed_generation")
+        && ev.operation_phase.as_deref() == Some("Succeeded")
+    {
+        causes.push(format!(
+            "Argo CD applied the Deployment (generation {}), but kube-controller-manager's deployment \
+             controller has not caught up (observedGeneration {}): nothing rolls out until it does. Is \
+             kube-controller-manager running? It lags after an API server restart while its informers resync",
+            ev.generation.map_or("?".into(), |g| g.to_string()),
+            ev.observed_generation
+        ));
+    }
+    // Ready pods the Service does not route to: no probe, sync or health check sees this.
+    let ready_pods = ready_pod_names(&cx.pods);
+    if target == Target::Healthy && ev.ready_endpoints == 0 && !ready_pods.is_empty() {
+        match cx.listed_ready_endpoints {
+            Some(0) => causes.push(format!(
+                "pod {} is Ready but the Service's EndpointSlices list no ready endpoint, so traffic cannot reach \
+                 it: kube-controller-manager's EndpointSlice controller has not caught up. It lags after an API \
+                 server restart (its informers resync and its retries for the Service back off, up to minutes); \
+                 the next change to the Service's pods makes it sync again",
+                ready_pods.join(", ")
+            )),
+            Some(n) => causes.push(format!(
+                "the EndpointSlice watch is behind the API: a fresh list shows {n} ready endpoint(s) for Ready pod \
+                 {}; the watch should catch up on its own",
+                ready_pods.join(", ")
+            )),
+            None => {}
+        }
+    }
+    // The API server's service proxy routes by the older v1 Endpoints object, which another
+    // controller maintains: it can say "no endpoints" while the EndpointSlices list one.
+    let proxy_sees_none = ev.http_code == Some(503)
+        && ev
+            .http_body
+            .as_deref()
+            .is_some_and(|b| b.contains("no endpoints available for service"));
+    if target == Target::Healthy && ev.ready_endpoints > 0 && proxy_sees_none {
+        causes.push(format!(
+            "the Service's EndpointSlices list {} ready endpoint(s), but the API server's service proxy answers 503 \
+             \"no endpoints available\": it routes by the v1 Endpoints object, which kube-controller-manager's \
+             endpoints controller has not caught up with. It lags after an API server restart (its informers \
+             resync and its retries for the Service back off, up to minutes); the next change to the Service's \
+             pods makes it sync again",
+            ev.ready_endpoints
+        ));
+    }
     if let Some(e) = &cx.last_watch_error {
         causes.push(format!("the API had errors during the wait; last: {e}"));
     }
     causes
+}
+
+/// Pods whose Ready condition is True and that are not being deleted.
+fn ready_pod_names(pods: &[Pod]) -> Vec<&str> {
+    pods.iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| {
+            p.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+        .filter_map(|p| p.metadata.name.as_deref())
+        .collect()
 }
 
 /// Why a wait has not succeeded, for a human: the unmet conditions with live values, the likely

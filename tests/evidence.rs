@@ -603,3 +603,129 @@ fn explanation_names_an_unreachable_git_server() {
         "{causes:?}"
     );
 }
+
+fn ready_pod(name: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "cnpe-shop"},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    }))
+    .unwrap()
+}
+
+/// After an API-server restart kube-controller-manager's EndpointSlice controller can lag for
+/// minutes: the pod is Ready, Argo CD says Healthy, and the Service routes nowhere.
+#[test]
+fn explanation_tells_a_lagging_endpoint_controller_from_a_lagging_watch() {
+    let live = LiveState {
+        application: Some(app(SHA, Some(app_status(SHA, "Synced", "Healthy")))),
+        deployment: Some(healthy_deployment()),
+        slices: vec![],
+    };
+    let ev = derive(&subject(), &live, &unavailable_http(), at());
+    let unmet = wait::healthy(&ev, SHA, BODY);
+    assert!(unmet.iter().any(|u| u.what == "ready_endpoints"));
+    let cx = |listed: Option<i64>| wait::Context {
+        pods: vec![ready_pod("web-757cc8677d-d4p5t")],
+        listed_ready_endpoints: listed,
+        ..Default::default()
+    };
+    let causes = wait::likely_causes(Target::Healthy, &unmet, &ev, &cx(Some(0)));
+    let lag = causes
+        .iter()
+        .find(|c| c.contains("EndpointSlice controller has not caught up"))
+        .unwrap_or_else(|| panic!("no endpoint-controller cause in {causes:?}"));
+    assert!(lag.contains("pod web-757cc8677d-d4p5t is Ready"), "{lag}");
+    let causes = wait::likely_causes(Target::Healthy, &unmet, &ev, &cx(Some(1)));
+    assert!(
+        causes
+            .iter()
+            .any(|c| c.contains("watch is behind the API: a fresh list shows 1 ready")),
+        "{causes:?}"
+    );
+    assert!(!causes.iter().any(|c| c.contains("has not caught up")));
+    // Unknown fresh count, or no Ready pod: nothing is claimed.
+    for quiet in [cx(None), wait::Context::default()] {
+        let causes = wait::likely_causes(Target::Healthy, &unmet, &ev, &quiet);
+        assert!(
+            !causes.iter().any(|c| c.contains("EndpointSlice")),
+            "{causes:?}"
+        );
+    }
+}
+
+/// The API server's service proxy routes by v1 Endpoints: after an API-server restart it can
+/// answer "no endpoints available" while the EndpointSlices already list the Ready pod.
+#[test]
+fn explanation_names_a_proxy_routing_by_stale_endpoints() {
+    let live = LiveState {
+        application: Some(app(SHA, Some(app_status(SHA, "Synced", "Healthy")))),
+        deployment: Some(healthy_deployment()),
+        slices: vec![slice("web-a", json!([endpoint("10.88.0.11", Some(true))]))],
+    };
+    let ev = derive(&subject(), &live, &unavailable_http(), at());
+    assert_eq!(ev.ready_endpoints, 1);
+    let unmet = wait::healthy(&ev, SHA, BODY);
+    let causes = wait::likely_causes(Target::Healthy, &unmet, &ev, &wait::Context::default());
+    let proxy = causes
+        .iter()
+        .find(|c| c.contains("service proxy answers 503"))
+        .unwrap_or_else(|| panic!("no proxy cause in {causes:?}"));
+    assert!(
+        proxy.contains("endpoints controller has not caught up"),
+        "{proxy}"
+    );
+    // A 503 with no ready endpoint at all is the outage itself, not a lagging proxy.
+    let none = LiveState {
+        slices: vec![],
+        ..live
+    };
+    let ev = derive(&subject(), &none, &unavailable_http(), at());
+    let unmet = wait::healthy(&ev, SHA, BODY);
+    let causes = wait::likely_causes(Target::Healthy, &unmet, &ev, &wait::Context::default());
+    assert!(
+        !causes.iter().any(|c| c.contains("service proxy")),
+        "{causes:?}"
+    );
+}
+
+/// Argo CD's sync succeeded but the Deployment controller has not observed the new spec (it
+/// lags after an API-server restart): the old pods still serve and nothing rolls out.
+#[test]
+fn explanation_names_a_deployment_controller_that_has_not_caught_up() {
+    let mut lagging = healthy_deployment();
+    lagging.metadata.generation = Some(4);
+    let live = LiveState {
+        application: Some(app(SHA, Some(app_status(SHA, "Synced", "Progressing")))),
+        deployment: Some(lagging),
+        slices: vec![slice("web-a", json!([endpoint("10.88.0.9", Some(true))]))],
+    };
+    let ev = derive(&subject(), &live, &ok_http(), at());
+    let unmet = wait::healthy(&ev, SHA, BODY);
+    assert!(unmet.iter().any(|u| u.what == "observed_generation"));
+    let causes = wait::likely_causes(Target::Healthy, &unmet, &ev, &wait::Context::default());
+    let lag = causes
+        .iter()
+        .find(|c| c.contains("deployment controller has not caught up"))
+        .unwrap_or_else(|| panic!("no deployment-controller cause in {causes:?}"));
+    assert!(
+        lag.contains("generation 4") && lag.contains("observedGeneration 3"),
+        "{lag}"
+    );
+    // While Argo CD is still applying, the lag is Argo CD's, and is named as such instead.
+    let mut applying = live.clone();
+    let status = applying
+        .application
+        .as_mut()
+        .unwrap()
+        .status
+        .as_mut()
+        .unwrap();
+    status.operation_state.as_mut().unwrap().phase = Some("Running".into());
+    let ev = derive(&subject(), &applying, &ok_http(), at());
+    let unmet = wait::healthy(&ev, SHA, BODY);
+    let causes = wait::likely_causes(Target::Healthy, &unmet, &ev, &wait::Context::default());
+    assert!(
+        !causes.iter().any(|c| c.contains("deployment controller")),
+        "{causes:?}"
+    );
+}
