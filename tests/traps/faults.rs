@@ -102,11 +102,14 @@ async fn end_fault(lab: &mut LabCluster, sha: &str) -> Result<(), String> {
 pub async fn argo_stopped(lab: &mut LabCluster) -> Result<String, String> {
     restart_during_wait(
         lab,
-        "argocd-stopped",
-        &["argocd-application-controller", "argocd-repo-server"],
-        true,
-        &["observed_revision", "Argo CD has not finished applying"],
-        AfterStart::Nothing,
+        &Outage {
+            fault: "argocd-stopped",
+            components: &["argocd-application-controller", "argocd-repo-server"],
+            before_the_change: true,
+            named_during: &["observed_revision", "Argo CD has not finished applying"],
+            after_start: AfterStart::Nothing,
+            named_if_not_serving: None,
+        },
     )
     .await
 }
@@ -209,77 +212,124 @@ enum AfterStart {
     RequestRefresh,
 }
 
-/// A real component outage during a wait: with `name` stopped, a wait to its deadline must
-/// fail naming what the outage holds back (`needles`); after `name` starts again, the same
-/// wait must complete. `before` says whether the outage begins before the targetRevision
-/// change (the change must then wait for the component) or after it.
-async fn restart_during_wait(
-    lab: &mut LabCluster,
-    fault: &str,
-    names: &[&'static str],
-    outage_first: bool,
-    needles: &[&str],
+/// A real component outage during a wait.
+struct Outage {
+    fault: &'static str,
+    components: &'static [&'static str],
+    /// The outage begins before the targetRevision change (the change must then wait for the
+    /// component), or right after it.
+    before_the_change: bool,
+    /// What the explanation must name while the components are stopped.
+    named_during: &'static [&'static str],
     after_start: AfterStart,
-) -> Result<String, String> {
-    let (sha, body) = fault_release(lab, fault)?;
-    let stopped = if outage_first {
-        let s = Stopped::stop(names)?;
+    /// A likely cause that makes "still not serving after the start" a correct outcome: the
+    /// harness refuses to call it serving and names why (confirmed by a probe of its own).
+    named_if_not_serving: Option<&'static str>,
+}
+
+/// With the components stopped, a wait to its deadline must fail naming what the outage holds
+/// back; after they start again, the same wait must complete, or (only when the outage says
+/// so) time out naming the cause while a probe confirms the service does not answer.
+async fn restart_during_wait(lab: &mut LabCluster, o: &Outage) -> Result<String, String> {
+    let (sha, body) = fault_release(lab, o.fault)?;
+    let stopped = if o.before_the_change {
+        let s = Stopped::stop(o.components)?;
         lab.point_at(&sha).await?;
         s
     } else {
         lab.point_at(&sha).await?;
-        Stopped::stop(names)?
+        Stopped::stop(o.components)?
     };
-    let name = names.join(" and ");
+    let name = o.components.join(" and ");
     let timed_out = match lab.wait(Target::Healthy, &sha, &body, DURING).await {
         Err(WaitError::Timeout { explanation, .. }) => explanation,
         Err(WaitError::Api { source, .. }) => format!("{source:#}"),
         Ok(_) => return Err(format!("the wait completed while {name} was stopped")),
     };
-    if let Some(n) = needles.iter().find(|n| !timed_out.contains(**n)) {
+    if let Some(n) = o.named_during.iter().find(|n| !timed_out.contains(**n)) {
         return Err(format!(
             "with {name} stopped the wait's explanation lacks {n:?}:\n{timed_out}"
         ));
     }
     let (started, outage) = stopped.start()?;
-    if after_start == AfterStart::RequestRefresh {
+    if o.after_start == AfterStart::RequestRefresh {
         lab.cluster
             .request_refresh()
             .await
             .map_err(|e| format!("{e:#}"))?;
     }
     let deadline = lab.cfg.wait_deadline * 2;
-    lab.wait(Target::Healthy, &sha, &body, deadline)
-        .await
-        .map_err(|e| format!("after {name} started again: {e}"))?;
-    let secs = started.elapsed().as_secs_f64();
+    let after = match lab.wait(Target::Healthy, &sha, &body, deadline).await {
+        Ok(_) => format!(
+            "serving {} {:.1}s after {name} started again",
+            &sha[..7],
+            started.elapsed().as_secs_f64()
+        ),
+        Err(WaitError::Timeout { explanation, .. })
+            if o.named_if_not_serving
+                .is_some_and(|n| explanation.contains(n)) =>
+        {
+            let http = lab.probe.get().await;
+            let cause = explanation
+                .lines()
+                .find(|l| l.contains(o.named_if_not_serving.unwrap_or_default()))
+                .unwrap_or_default()
+                .trim()
+                .trim_start_matches("- ");
+            let answer = match (http.code, http.body.as_deref()) {
+                (Some(code), Some(page)) => format!("{code} {:?}", truncate(page, 60)),
+                (Some(code), None) => code.to_string(),
+                (None, _) => http.error.unwrap_or_default(),
+            };
+            // It may have caught up between the deadline and this probe: that is a recovery.
+            let now = if http.code == Some(200) && http.body.as_deref() == Some(body.as_str()) {
+                "serving just after the deadline"
+            } else {
+                "not serving"
+            };
+            format!(
+                "{now} {} {:.0}s after {name} started again (the service answers {answer}); at the deadline the wait said why: {cause}",
+                &sha[..7],
+                started.elapsed().as_secs_f64(),
+            )
+        }
+        Err(e) => return Err(format!("after {name} started again: {e}")),
+    };
+    // Reverting rolls a new pod, which also makes a lagging EndpointSlice controller sync.
     end_fault(lab, &sha).await?;
-    let named: Vec<&str> = needles.to_vec();
-    let how = match after_start {
+    let how = match o.after_start {
         AfterStart::Nothing => "",
-        AfterStart::RequestRefresh => " and one refresh request",
+        AfterStart::RequestRefresh => " (after one refresh request)",
     };
     Ok(format!(
-        "{fault}: with {name} stopped ({:.1}s) the wait timed out naming {named:?}; serving {} {secs:.1}s after {name} started again{how}",
+        "{}: with {name} stopped ({:.1}s) the wait timed out naming {:?}; {after}{how}",
+        o.fault,
         outage.as_secs_f64(),
-        &sha[..7]
+        o.named_during
     ))
 }
 
 /// The API server stopped (connections refused) during a wait, then started: the wait names
-/// the refused connection at its deadline; the next wait rides out the start. Serving takes
-/// ~30 s after the start, all of it Kubernetes and Argo CD catching up (read from their logs):
-/// the controller's reconcile that failed during the outage is retried ~18 s later, and the
-/// node, whose lease lapsed during the ~31 s outage, is NotReady for ~10 s, so the new pod
-/// is not scheduled until the kubelet reports Ready again.
+/// the refused connection at its deadline; the next wait rides out the start. Serving usually
+/// takes ~30 s after the start, all of it Kubernetes and Argo CD catching up (read from their
+/// logs): the controller's reconcile that failed during the outage is retried ~18 s later, and
+/// the node, whose lease lapsed during the ~31 s outage, is NotReady for ~10 s, so the new pod
+/// is not scheduled until the kubelet reports Ready again. Sometimes kube-controller-manager's
+/// EndpointSlice or endpoints controller is still behind (its informers were refused by the
+/// new API server's not-yet-synced RBAC and backed off): the pod is Ready, Argo CD says Synced
+/// and Healthy, and the Service routes nowhere for minutes. The harness must then refuse, and
+/// say so.
 pub async fn api_server_restarted(lab: &mut LabCluster) -> Result<String, String> {
     restart_during_wait(
         lab,
-        "api-server-restarted",
-        &["kube-apiserver"],
-        false,
-        &["watch", "Connection refused"],
-        AfterStart::Nothing,
+        &Outage {
+            fault: "api-server-restarted",
+            components: &["kube-apiserver"],
+            before_the_change: false,
+            named_during: &["watch", "Connection refused"],
+            after_start: AfterStart::Nothing,
+            named_if_not_serving: Some("controller has not caught up"),
+        },
     )
     .await
 }
@@ -289,13 +339,20 @@ pub async fn api_server_restarted(lab: &mut LabCluster) -> Result<String, String
 pub async fn git_daemon_down(lab: &mut LabCluster) -> Result<String, String> {
     restart_during_wait(
         lab,
-        "git-daemon-down",
-        &["git-daemon"],
-        true,
-        &["ComparisonError", "cannot reach the Git server"],
-        AfterStart::RequestRefresh,
+        &Outage {
+            fault: "git-daemon-down",
+            components: &["git-daemon"],
+            before_the_change: true,
+            named_during: &["ComparisonError", "cannot reach the Git server"],
+            after_start: AfterStart::RequestRefresh,
+            named_if_not_serving: None,
+        },
     )
     .await
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    s.chars().take(max).collect()
 }
 
 // ---- the evidence directory on a full and on a read-only filesystem (root, no cluster)
