@@ -91,16 +91,33 @@ impl GitOps {
 
     /// Refuses to commit on top of uncommitted changes: they would silently enter the release.
     pub fn ensure_clean(&self) -> Result<()> {
+        self.ensure_clean_but(None)
+    }
+
+    /// As [`Self::ensure_clean`], except that `own` (a path and the exact bytes about to be
+    /// written there) may already be in place: that is this same commit, interrupted after its
+    /// write (a crash there must not block the resume). Any other content is still refused.
+    fn ensure_clean_but(&self, own: Option<(&str, &[u8])>) -> Result<()> {
         let statuses = self
             .repo
             .statuses(Some(git2::StatusOptions::new().include_untracked(true)))?;
-        if let Some(s) = statuses.iter().next() {
+        let is_own = |path: Option<&str>| match (own, path) {
+            (Some((rel, bytes)), Some(p)) if p == rel => {
+                std::fs::read(self.workdir().join(p)).is_ok_and(|b| b == bytes)
+            }
+            _ => false,
+        };
+        let dirty: Vec<String> = statuses
+            .iter()
+            .filter(|s| !is_own(s.path().ok()))
+            .map(|s| s.path().unwrap_or("?").to_string())
+            .collect();
+        if let Some(first) = dirty.first() {
             bail!(
-                "working copy {} has uncommitted changes ({}{}); commit or remove them first",
+                "working copy {} has uncommitted changes ({first}{}); commit or remove them first",
                 self.workdir().display(),
-                s.path().unwrap_or("?"),
-                if statuses.len() > 1 {
-                    format!(" and {} more", statuses.len() - 1)
+                if dirty.len() > 1 {
+                    format!(" and {} more", dirty.len() - 1)
                 } else {
                     String::new()
                 }
@@ -124,7 +141,7 @@ impl GitOps {
 
     /// Writes `bytes` to `rel_path` and commits it on the branch. Returns the full SHA.
     pub fn commit_file(&self, rel_path: &str, bytes: &[u8], message: &str) -> Result<Oid> {
-        self.ensure_clean()?;
+        self.ensure_clean_but(Some((rel_path, bytes)))?;
         let full = self.workdir().join(rel_path);
         if let Some(parent) = full.parent() {
             std::fs::create_dir_all(parent)?;
@@ -146,6 +163,47 @@ impl GitOps {
             .repo
             .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)?;
         Ok(oid)
+    }
+
+    /// HEAD, when it is a commit with the single parent `parent` whose message contains
+    /// `message_has`: a commit this lab made in a step that was killed before recording it.
+    pub fn interrupted_commit(&self, parent: Oid, message_has: &str) -> Result<Option<Oid>> {
+        let Some(head) = self.head()? else {
+            return Ok(None);
+        };
+        let commit = self.repo.find_commit(head)?;
+        let ours = commit.parent_count() == 1
+            && commit.parent_id(0)? == parent
+            && commit.message().is_ok_and(|m| m.contains(message_has));
+        Ok(ours.then_some(head))
+    }
+
+    /// Finishes a revert killed after its commit and before its checkout: every uncommitted
+    /// path must still hold `previous`'s version (what the checkout was about to replace);
+    /// then the working copy is checked out at HEAD. Anything else is refused, untouched.
+    pub fn finish_checkout(&self, previous: Oid) -> Result<()> {
+        let statuses = self
+            .repo
+            .statuses(Some(git2::StatusOptions::new().include_untracked(true)))?;
+        for s in statuses.iter() {
+            let path = s.path().unwrap_or("?");
+            let here = match std::fs::read(self.workdir().join(path)) {
+                Ok(b) => Some(b),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => return Err(e).with_context(|| format!("reading {path}")),
+            };
+            if here != self.file_at(previous, path)? {
+                bail!(
+                    "working copy {} has uncommitted changes ({path}); commit or remove them first",
+                    self.workdir().display()
+                );
+            }
+        }
+        if !statuses.is_empty() {
+            self.repo
+                .checkout_head(Some(CheckoutBuilder::new().force()))?;
+        }
+        Ok(())
     }
 
     /// `git revert <bad>` on top of HEAD: a NEW commit whose tree undoes `bad`, with git's

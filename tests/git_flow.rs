@@ -300,6 +300,92 @@ fn push_that_would_not_fast_forward_is_refused_and_the_remote_kept() {
     assert_ne!(mine, rec);
 }
 
+/// A run SIGKILLed inside commit_file, after writing the file and before committing it (seen
+/// in the step-4 kill trial), leaves exactly the bytes it was about to commit: the resume
+/// commits them. Anything else beside them is still refused.
+#[test]
+fn an_interrupted_commit_of_the_same_bytes_is_completed_on_resume() {
+    let l = lab();
+    let g = GitOps::prepare(&l.cfg).unwrap();
+    let base = commit(&g, &manifests::baseline_release(&l.cfg), "base");
+    let bad = to_file_bytes(&manifests::bad_release(&l.cfg));
+    std::fs::write(g.workdir().join(RELEASE_PATH), &bad).unwrap();
+    git(g.workdir(), &["add", RELEASE_PATH]); // also when the crash came after the index write
+    std::fs::write(g.workdir().join("app/notes.txt"), "mine").unwrap();
+    let err = g.commit_file(RELEASE_PATH, &bad, "bad").unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("uncommitted changes (app/notes.txt)"),
+        "{err}"
+    );
+    assert_eq!(
+        g.head().unwrap(),
+        Some(base),
+        "nothing committed on refusal"
+    );
+    std::fs::remove_file(g.workdir().join("app/notes.txt")).unwrap();
+    let oid = g.commit_file(RELEASE_PATH, &bad, "bad").unwrap();
+    assert_eq!(
+        g.file_at(oid, RELEASE_PATH).unwrap().as_deref(),
+        Some(&bad[..])
+    );
+    let repo = Repository::open(g.workdir()).unwrap();
+    assert_eq!(repo.find_commit(oid).unwrap().parent_id(0).ok(), Some(base));
+}
+
+/// A run SIGKILLed inside the revert, after its commit and before its checkout: the resume
+/// recognises the revert as its own and finishes the checkout; a foreign edit is refused.
+#[test]
+fn an_interrupted_revert_is_recognised_and_its_checkout_finished() {
+    let l = lab();
+    let g = GitOps::prepare(&l.cfg).unwrap();
+    let base = commit(&g, &manifests::baseline_release(&l.cfg), "Baseline release");
+    let bad_bytes = to_file_bytes(&manifests::bad_release(&l.cfg));
+    let bad = g
+        .commit_file(RELEASE_PATH, &bad_bytes, "Readiness probe on /not-ready")
+        .unwrap();
+    assert_eq!(
+        g.interrupted_commit(base, "Readiness probe").unwrap(),
+        Some(bad)
+    );
+    assert_eq!(g.interrupted_commit(base, "something else").unwrap(), None);
+    let bad_hex = bad.to_string();
+    let revert = [
+        "-c",
+        "user.name=x",
+        "-c",
+        "user.email=x@x",
+        "revert",
+        "--no-edit",
+        &bad_hex,
+    ];
+    git(g.workdir(), &revert);
+    let rec = g.head().unwrap().unwrap();
+    let ours = format!("This reverts commit {bad}.");
+    assert_eq!(g.interrupted_commit(bad, &ours).unwrap(), Some(rec));
+    assert_eq!(
+        g.interrupted_commit(base, &ours).unwrap(),
+        None,
+        "wrong parent"
+    );
+    // The state the crash left: HEAD is the revert, the file still holds the bad release.
+    std::fs::write(g.workdir().join(RELEASE_PATH), &bad_bytes).unwrap();
+    std::fs::write(g.workdir().join("app/notes.txt"), "mine").unwrap();
+    let err = g.finish_checkout(bad).unwrap_err().to_string();
+    assert!(err.contains("uncommitted changes (app/notes.txt)"), "{err}");
+    assert_eq!(
+        std::fs::read(g.workdir().join(RELEASE_PATH)).unwrap(),
+        bad_bytes
+    );
+    std::fs::remove_file(g.workdir().join("app/notes.txt")).unwrap();
+    g.finish_checkout(bad).unwrap();
+    assert_eq!(
+        std::fs::read(g.workdir().join(RELEASE_PATH)).unwrap(),
+        to_file_bytes(&manifests::baseline_release(&l.cfg))
+    );
+    g.ensure_clean().unwrap();
+}
+
 #[test]
 fn dirty_working_copy_is_refused() {
     let l = lab();
