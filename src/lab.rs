@@ -59,6 +59,9 @@ pub struct Timeline {
     pub total_seconds: f64,
 }
 
+/// Step 4's commit message (the lab's text); also how a resumed run recognises its own commit.
+const BAD_MESSAGE: &str = "Readiness probe on /not-ready";
+
 const REQUESTS_COUNTED: &str =
     "every HTTP request this run's client sent: each GET/PATCH/list, each (re)started \
 watch, each probe through the service proxy; events streamed over an open watch are not requests";
@@ -393,14 +396,27 @@ impl Lab {
             format!("resumed: bad {bad} already recorded")
         } else {
             let git = GitOps::prepare(&self.cfg)?;
-            if git.head()?.map(|h| h.to_string()) != Some(baseline.clone()) {
-                bail!("the working copy's HEAD is not the baseline {baseline}; refusing to build step 4 on anything else");
-            }
             let bytes = to_file_bytes(&manifests::bad_release(&self.cfg));
-            let oid = git.commit_file(RELEASE_PATH, &bytes, "Readiness probe on /not-ready")?;
+            let head = git.head()?.map(|h| h.to_string());
+            // Killed after committing, before recording: adopt that commit, never add another.
+            let interrupted = git
+                .interrupted_commit(parse_sha(&baseline)?, BAD_MESSAGE)?
+                .filter(|h| {
+                    git.file_at(*h, RELEASE_PATH).ok().flatten().as_deref() == Some(&bytes[..])
+                });
+            let (oid, how) = if let Some(h) = interrupted {
+                (h, "adopted from an interrupted run")
+            } else if head == Some(baseline.clone()) {
+                (
+                    git.commit_file(RELEASE_PATH, &bytes, BAD_MESSAGE)?,
+                    "committed",
+                )
+            } else {
+                bail!("the working copy's HEAD is not the baseline {baseline}; refusing to build step 4 on anything else");
+            };
             git.push()?;
             records::write_sha(&self.records.bad_sha(), &oid.to_string())?;
-            format!("bad {oid} committed (readiness path /not-ready only), pushed and recorded")
+            format!("bad {oid} {how} (readiness path /not-ready only), pushed and recorded")
         };
         if plan.point_at_bad {
             let bad = self.sha(self.records.bad_sha())?;
@@ -461,13 +477,22 @@ impl Lab {
             )
         } else {
             let git = GitOps::prepare(&self.cfg)?;
-            if git.head()?.map(|h| h.to_string()) != Some(bad.clone()) {
+            let bad_oid = parse_sha(&bad)?;
+            // Killed after the revert's commit, before recording it: adopt it (and finish its
+            // checkout), never revert twice.
+            let interrupted =
+                git.interrupted_commit(bad_oid, &format!("This reverts commit {bad}."))?;
+            let (oid, how) = if let Some(h) = interrupted {
+                git.finish_checkout(bad_oid)?;
+                (h, "adopted from an interrupted run")
+            } else if git.head()? == Some(bad_oid) {
+                (git.revert(bad_oid)?, "committed")
+            } else {
                 bail!("the working copy's HEAD is not the bad commit {bad}; refusing to revert on top of anything else");
-            }
-            let oid = git.revert(parse_sha(&bad)?)?;
+            };
             git.push()?;
             records::write_sha(&self.records.recovered_sha(), &oid.to_string())?;
-            format!("revert {oid} of {bad} committed, pushed and recorded")
+            format!("revert {oid} of {bad} {how}, pushed and recorded")
         };
         let rec = self.sha(self.records.recovered_sha())?;
         let baseline = self.sha(self.records.baseline_sha())?;
