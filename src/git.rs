@@ -98,20 +98,35 @@ impl GitOps {
     /// written there) may already be in place: that is this same commit, interrupted after its
     /// write (a crash there must not block the resume). Any other content is still refused.
     fn ensure_clean_but(&self, own: Option<(&str, &[u8])>) -> Result<()> {
+        self.refuse_changes_but(|path, here| {
+            Ok(own.is_some_and(|(rel, bytes)| path == rel && here == Some(bytes)))
+        })?;
+        Ok(())
+    }
+
+    /// Refuses, naming them, the uncommitted paths that `expected` (path, working-copy bytes
+    /// or None if deleted) does not accept; returns how many it accepted.
+    fn refuse_changes_but(
+        &self,
+        expected: impl Fn(&str, Option<&[u8]>) -> Result<bool>,
+    ) -> Result<usize> {
         let statuses = self
             .repo
             .statuses(Some(git2::StatusOptions::new().include_untracked(true)))?;
-        let is_own = |path: Option<&str>| match (own, path) {
-            (Some((rel, bytes)), Some(p)) if p == rel => {
-                std::fs::read(self.workdir().join(p)).is_ok_and(|b| b == bytes)
+        let (mut accepted, mut dirty) = (0, Vec::new());
+        for s in statuses.iter() {
+            let path = s.path().unwrap_or("?");
+            let here = match std::fs::read(self.workdir().join(path)) {
+                Ok(b) => Some(b),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => return Err(e).with_context(|| format!("reading {path}")),
+            };
+            if expected(path, here.as_deref())? {
+                accepted += 1;
+            } else {
+                dirty.push(path.to_string());
             }
-            _ => false,
-        };
-        let dirty: Vec<String> = statuses
-            .iter()
-            .filter(|s| !is_own(s.path().ok()))
-            .map(|s| s.path().unwrap_or("?").to_string())
-            .collect();
+        }
         if let Some(first) = dirty.first() {
             bail!(
                 "working copy {} has uncommitted changes ({first}{}); commit or remove them first",
@@ -123,7 +138,7 @@ impl GitOps {
                 }
             );
         }
-        Ok(())
+        Ok(accepted)
     }
 
     pub fn head(&self) -> Result<Option<Oid>> {
@@ -182,24 +197,10 @@ impl GitOps {
     /// path must still hold `previous`'s version (what the checkout was about to replace);
     /// then the working copy is checked out at HEAD. Anything else is refused, untouched.
     pub fn finish_checkout(&self, previous: Oid) -> Result<()> {
-        let statuses = self
-            .repo
-            .statuses(Some(git2::StatusOptions::new().include_untracked(true)))?;
-        for s in statuses.iter() {
-            let path = s.path().unwrap_or("?");
-            let here = match std::fs::read(self.workdir().join(path)) {
-                Ok(b) => Some(b),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(e) => return Err(e).with_context(|| format!("reading {path}")),
-            };
-            if here != self.file_at(previous, path)? {
-                bail!(
-                    "working copy {} has uncommitted changes ({path}); commit or remove them first",
-                    self.workdir().display()
-                );
-            }
-        }
-        if !statuses.is_empty() {
+        let left = self.refuse_changes_but(|path, here| {
+            Ok(here == self.file_at(previous, path)?.as_deref())
+        })?;
+        if left > 0 {
             self.repo
                 .checkout_head(Some(CheckoutBuilder::new().force()))?;
         }

@@ -4,7 +4,7 @@
 use crate::argo::Application;
 use crate::evidence::Evidence;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::{Event, Pod, PodCondition};
 use serde::Serialize;
 use std::fmt;
 
@@ -366,16 +366,20 @@ pub fn likely_causes(target: Target, unmet: &[Unmet], ev: &Evidence, cx: &Contex
     causes
 }
 
+fn ready_condition(pod: &Pod) -> Option<&PodCondition> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Ready")
+}
+
 /// Pods whose Ready condition is True and that are not being deleted.
 fn ready_pod_names(pods: &[Pod]) -> Vec<&str> {
     pods.iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter(|p| {
-            p.status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-        })
+        .filter(|p| ready_condition(p).is_some_and(|c| c.status == "True"))
         .filter_map(|p| p.metadata.name.as_deref())
         .collect()
 }
@@ -464,9 +468,7 @@ pub fn explain(target: Target, sha: &str, unmet: &[Unmet], ev: &Evidence, cx: &C
     for p in &cx.pods {
         let name = p.metadata.name.as_deref().unwrap_or("?");
         let st = p.status.as_ref();
-        let ready = st
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+        let ready = ready_condition(p)
             .map(|c| format!("Ready={} {}", c.status, c.message.as_deref().unwrap_or("")))
             .unwrap_or_else(|| "Ready=?".into());
         let _ = writeln!(

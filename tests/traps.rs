@@ -611,7 +611,7 @@ fn main() {
         .map(|(name, trap)| {
             let shared = shared.clone();
             let trap = *trap;
-            Trial::ignorable_test(*name, move || run_trap(&shared, name, trap))
+            Trial::ignorable_test(*name, move || run_trial(&shared, name, trap))
         })
         .collect();
     trials.extend(FAULTS.iter().map(|(name, fault)| {
@@ -625,7 +625,7 @@ fn main() {
                     )));
                 }
             }
-            run_trap(&shared, name, fault)
+            run_trial(&shared, name, fault)
         })
     }));
     // The real binary SIGKILLed in each step in turn, then resumed (any cluster; own tenant).
@@ -695,10 +695,6 @@ fn main() {
         eprintln!("{}", p.farewell());
     }
     conclusion.exit();
-}
-
-fn run_trap(shared: &Shared, name: &str, trap: TrapFn) -> Result<Completion, Failed> {
-    run_trial(shared, name, trap)
 }
 
 fn run_trial(
