@@ -20,25 +20,36 @@ KIND_BARE_PARENT="$(dirname "$CNPE_BARE_REPO")"
 
 # Offline path (up.sh --offline, build.sh): everything is built into this machine-level cache.
 KIND_CACHE="${CNPE_KIND_CACHE:-/var/cache/cnpe-kind}"
-# podman settings for this VM (build.sh part host writes the file); every podman call that kind
-# makes inherits CONTAINERS_CONF, so nothing in /etc/containers is changed.
-if [[ -z ${CONTAINERS_CONF:-} && -f $KIND_CACHE/containers.conf ]]; then
-  export CONTAINERS_CONF="$KIND_CACHE/containers.conf"
-fi
-
-# Container engine for kind: KIND_EXPERIMENTAL_PROVIDER if set; else docker when a daemon
-# answers (GitHub), else podman (our machines: Debian's docker.io cannot run kind's privileged
-# nodes without CAP_SYS_RESOURCE, moby#42906).
-if [[ -z ${KIND_EXPERIMENTAL_PROVIDER:-} ]]; then
-  if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
-    KIND_EXPERIMENTAL_PROVIDER=docker
-  elif command -v podman >/dev/null; then
-    KIND_EXPERIMENTAL_PROVIDER=podman
-  else
-    KIND_EXPERIMENTAL_PROVIDER=docker
+# kind_engine: decide the container engine and podman's settings. Called by each script right
+# before its first kind or podman call, never when this file is sourced: on a fresh machine
+# up.sh --offline installs podman and writes containers.conf (build.sh part host) after sourcing
+# this file, and a decision taken earlier picked docker (a CLI with no daemon here).
+# Engine: KIND_EXPERIMENTAL_PROVIDER if set; else docker when a daemon answers (GitHub), else
+# podman (our machines: Debian's docker.io cannot run kind's privileged nodes without
+# CAP_SYS_RESOURCE, moby#42906). With neither it fails here, naming both, instead of letting
+# kind die on "Cannot connect to the Docker daemon".
+# podman_conf: podman's settings for this VM (build.sh part host writes them): every podman call
+# that kind makes inherits CONTAINERS_CONF, so nothing in /etc/containers is changed.
+podman_conf() {
+  if [[ -z ${CONTAINERS_CONF:-} && -f $KIND_CACHE/containers.conf ]]; then
+    export CONTAINERS_CONF="$KIND_CACHE/containers.conf"
   fi
-fi
-export KIND_EXPERIMENTAL_PROVIDER
+}
+podman_conf
+kind_engine() {
+  podman_conf
+  if [[ -z ${KIND_EXPERIMENTAL_PROVIDER:-} ]]; then
+    if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
+      KIND_EXPERIMENTAL_PROVIDER=docker
+    elif command -v podman >/dev/null; then
+      KIND_EXPERIMENTAL_PROVIDER=podman
+    else
+      log "no container engine for kind: no docker daemon answers and podman is not installed (ci/kind/build.sh host installs podman)"
+      return 1
+    fi
+  fi
+  export KIND_EXPERIMENTAL_PROVIDER
+}
 # The kind binary: the one build.sh built for the offline path, else kind on PATH.
 if [[ -x $KIND_CACHE/bin/kind ]]; then PATH="$KIND_CACHE/bin:$PATH"; fi
 

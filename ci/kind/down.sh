@@ -5,6 +5,7 @@
 set -euo pipefail
 # shellcheck source=common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+kind_engine || { log "so there is no kind cluster $CLUSTER to delete"; exit 0; }
 if cluster_exists; then
   kind delete cluster --name "$CLUSTER"
 else

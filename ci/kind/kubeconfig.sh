@@ -5,6 +5,7 @@
 set -euo pipefail
 # shellcheck source=common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+kind_engine || die "no kind cluster $CLUSTER: run ci/kind/up.sh"
 cluster_exists || die "no kind cluster $CLUSTER (provider $KIND_EXPERIMENTAL_PROVIDER): run ci/kind/up.sh"
 out="$KIND_CACHE/run/$CLUSTER.kubeconfig"
 mkdir -p "$(dirname "$out")"

@@ -50,9 +50,9 @@ step_build() {
   bash "$KIND_DIR/build.sh"
   # build.sh put kind into $KIND_CACHE/bin (common.sh prefers it) and wrote containers.conf.
   PATH="$KIND_CACHE/bin:$PATH"
-  export CONTAINERS_CONF="${CONTAINERS_CONF:-$KIND_CACHE/containers.conf}"
 }
 timed build step_build
+kind_engine || die "cannot create a kind cluster"
 
 if [[ -n $offline ]]; then
   NODE_IMAGE="$KIND_OFFLINE_NODE_IMAGE"
