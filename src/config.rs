@@ -36,8 +36,9 @@ pub struct Config {
     pub destination_server: String,
     /// `CNPE_WAIT_SECONDS`: deadline of one `wait`.
     pub wait_deadline: Duration,
-    /// `CNPE_POLL_MS`: interval between polls of live state.
-    pub poll_interval: Duration,
+    /// `CNPE_PROBE_MS`: the HTTP re-probe interval during a wait (`CNPE_POLL_MS`, its old
+    /// name, is accepted with a warning).
+    pub probe_interval: Duration,
     /// `CNPE_HTTP_URL`: a direct URL for the service; unset = the API server's service proxy.
     pub http_url: Option<String>,
     /// `CNPE_GIT_NAME` / `CNPE_GIT_EMAIL`: the identity of the lab's commits.
@@ -45,6 +46,8 @@ pub struct Config {
     pub git_email: String,
     /// `CNPE_ALLOW_REMOTE=1`: allow an API server that is not loopback/private/.local.
     pub allow_remote: bool,
+    /// What the environment asked for that still works but should change (printed once).
+    pub warnings: Vec<String>,
 }
 
 impl Default for Config {
@@ -64,11 +67,12 @@ impl Default for Config {
             image: "docker.io/library/nginx:1.27-alpine".into(),
             destination_server: "https://kubernetes.default.svc".into(),
             wait_deadline: Duration::from_secs(45),
-            poll_interval: Duration::from_millis(500),
+            probe_interval: Duration::from_millis(500),
             http_url: None,
             git_name: "cnpe lab".into(),
             git_email: "cnpe-lab@example.invalid".into(),
             allow_remote: false,
+            warnings: Vec::new(),
         }
     }
 }
@@ -76,7 +80,11 @@ impl Default for Config {
 impl Config {
     /// The lab's defaults overridden by the process environment.
     pub fn from_env() -> Result<Self> {
-        Self::from_lookup(|k| std::env::var(k).ok())
+        let c = Self::from_lookup(|k| std::env::var(k).ok())?;
+        for w in &c.warnings {
+            eprintln!("cnpe-lab: warning: {w}");
+        }
+        Ok(c)
     }
 
     /// The lab's defaults overridden by `lookup` (the environment, or a map in tests).
@@ -130,8 +138,24 @@ impl Config {
         if let Some(v) = get("CNPE_WAIT_SECONDS") {
             c.wait_deadline = Duration::from_secs(positive("CNPE_WAIT_SECONDS", &v, 3600)?);
         }
-        if let Some(v) = get("CNPE_POLL_MS") {
-            c.poll_interval = Duration::from_millis(positive("CNPE_POLL_MS", &v, 60_000)?);
+        match (get("CNPE_PROBE_MS"), get("CNPE_POLL_MS")) {
+            (Some(v), old) => {
+                c.probe_interval = Duration::from_millis(positive("CNPE_PROBE_MS", &v, 60_000)?);
+                if old.is_some() {
+                    c.warnings.push(
+                        "CNPE_POLL_MS is ignored: CNPE_PROBE_MS, its new name, is set".into(),
+                    );
+                }
+            }
+            (None, Some(v)) => {
+                c.probe_interval = Duration::from_millis(positive("CNPE_POLL_MS", &v, 60_000)?);
+                c.warnings.push(
+                    "CNPE_POLL_MS is the old name of CNPE_PROBE_MS (the HTTP re-probe interval); \
+                     it is accepted for now: rename it"
+                        .into(),
+                );
+            }
+            (None, None) => {}
         }
         if let Some(v) = get("CNPE_HTTP_URL") {
             c.http_url = Some(url_like("CNPE_HTTP_URL", &v)?);
@@ -252,6 +276,7 @@ mod tests {
             ("CNPE_WAIT_SECONDS", "0"),
             ("CNPE_WAIT_SECONDS", "45s"),
             ("CNPE_POLL_MS", "-1"),
+            ("CNPE_PROBE_MS", "0"),
             ("CNPE_ALLOW_REMOTE", "yes"),
             ("CNPE_BODY", ""),
             ("CNPE_BRANCH", "a b"),
@@ -259,5 +284,29 @@ mod tests {
             let err = with(&[(k, v)]).unwrap_err().to_string();
             assert!(err.starts_with(k), "{k}={v}: {err}");
         }
+    }
+
+    #[test]
+    fn the_probe_interval_takes_its_old_name_with_a_warning() {
+        let from = |pairs: &[(&str, &str)]| {
+            let m: std::collections::HashMap<String, String> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            Config::from_lookup(move |k| m.get(k).cloned()).unwrap()
+        };
+        let new = from(&[("CNPE_PROBE_MS", "250")]);
+        assert_eq!(new.probe_interval, Duration::from_millis(250));
+        assert!(new.warnings.is_empty());
+        let old = from(&[("CNPE_POLL_MS", "300")]);
+        assert_eq!(old.probe_interval, Duration::from_millis(300));
+        assert!(
+            old.warnings[0].contains("CNPE_PROBE_MS"),
+            "{:?}",
+            old.warnings
+        );
+        let both = from(&[("CNPE_PROBE_MS", "250"), ("CNPE_POLL_MS", "300")]);
+        assert_eq!(both.probe_interval, Duration::from_millis(250));
+        assert!(both.warnings[0].contains("ignored"), "{:?}", both.warnings);
     }
 }

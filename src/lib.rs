@@ -1,42 +1,25 @@
 //! cnpe-lab: automates the GitOps lab "a Synced outage, recovered through Git" on a real
 //! Kubernetes cluster with a real Argo CD, and gates releases on what is really serving.
 //!
-//! Functional core (pure, exhaustively tested): [`gate`], [`strict_json`], [`sha`],
-//! [`evidence`], [`manifests`], [`argo`], [`wait`] (predicates and explanations), [`grade`],
-//! [`resume`], [`step`], [`safety`], [`config`].
-//! I/O shell, one job each: [`git`] and [`history`] (git2), [`cluster`] (the Kubernetes API),
-//! [`live`] (watches), [`probe`] (the HTTP probe), [`observer`] (waiting on live state),
-//! [`records`] (write-once files), [`lock`], [`kubeconfig`], [`launcher`] (release-gate.py),
-//! [`provision`] (CNPE_CLUSTER), [`lab`] (the steps) and [`runner`] (the one run policy).
+//! The folders are the layers:
+//! - [`release_gate`]: the lab's `release-gate` contract (pure, fail-closed) and its strict JSON.
+//! - [`observe`]: evidence derivation, wait predicates and explanations (pure), the observer
+//!   that waits on live watches, and the append-only observations.
+//! - [`lab`]: the lab's steps, the one runner, resume, grading, history,
+//!   the Git workflow, manifests and `release-gate.py`.
+//! - [`cluster`]: the Kubernetes side: the API, watches, the HTTP probe, kubeconfig, the
+//!   safety rule, typed Argo CD objects, `CNPE_CLUSTER` provisioning.
+//! - [`report`]: the one reporter of a run (stderr lines, `timeline.json`, JUnit, `report.svg`).
+//!
+//! Shared by all: [`config`], [`sha`], [`lock`], [`records`] (write-once files and the one list
+//! of the evidence directory's files).
 
-// functional core
-pub mod argo;
-pub mod config;
-pub mod evidence;
-pub mod gate;
-pub mod grade;
-pub mod manifests;
-pub mod resume;
-pub mod safety;
-pub mod sha;
-pub mod step;
-pub mod strict_json;
-pub mod wait;
-
-// I/O shell
 pub mod cluster;
-pub mod git;
-pub mod history;
-pub mod junit;
-pub mod kubeconfig;
+pub mod config;
 pub mod lab;
-pub mod launcher;
-pub mod live;
 pub mod lock;
-pub mod observations;
-pub mod observer;
-pub mod probe;
-pub mod provision;
+pub mod observe;
 pub mod records;
+pub mod release_gate;
 pub mod report;
-pub mod runner;
+pub mod sha;

@@ -2,8 +2,9 @@
 //! is never overwritten (a rerun may write the identical bytes again, which changes nothing), so
 //! the record of the outage survives the recovery and any rerun.
 
-use crate::strict_json::MAX_INPUT_BYTES;
+use crate::release_gate::strict_json::MAX_INPUT_BYTES;
 use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -140,13 +141,152 @@ pub fn read_json(path: &Path) -> Result<Option<serde_json::Value>> {
         return Ok(None);
     }
     let bytes = read_bounded(path)?;
-    let value = crate::strict_json::parse_value(&bytes)
+    let value = crate::release_gate::strict_json::parse_value(&bytes)
         .with_context(|| format!("{} is not valid evidence JSON", path.display()))?;
     Ok(Some(value))
 }
 
 fn truncate(s: &str) -> String {
     s.chars().take(60).collect()
+}
+
+/// When targetRevision was first pointed at a release (write-once, so a resumed run measures
+/// detection and recovery from the original change, not from its own re-patch).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevisionChange {
+    pub role: String,
+    pub sha: String,
+    pub set_at: String,
+}
+
+/// Seconds from a recorded targetRevision change to a recorded observation time (RFC 3339).
+pub fn seconds_between(from: &str, to: &str) -> Option<f64> {
+    let a = chrono::DateTime::parse_from_rfc3339(from).ok()?;
+    let b = chrono::DateTime::parse_from_rfc3339(to).ok()?;
+    Some((b - a).num_milliseconds() as f64 / 1000.0)
+}
+
+/// How a file of the evidence directory is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keeping {
+    /// A record: written once, never rewritten.
+    WriteOnce,
+    /// Appended to only.
+    AppendOnly,
+    /// One new file per run (`<stem>.json`, then `<stem>-N.json`), never replaced.
+    Numbered,
+    /// A report rebuilt from the records on every run (or the lock file's hint).
+    Regenerated,
+}
+
+/// Every file the lab keeps in the evidence directory: the one list of their names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Record {
+    BaselineSha,
+    BadSha,
+    RecoveredSha,
+    Project,
+    Application,
+    BaselineJson,
+    FailedJson,
+    RecoveredJson,
+    /// When targetRevision was first pointed at the bad SHA.
+    RevisionBad,
+    /// When targetRevision was first pointed at the revert.
+    RevisionRecovered,
+    /// Every observation of every run, one JSON object per line.
+    Observations,
+    /// Step 8's deliverable and the compiled gate it runs.
+    GatePy,
+    GateBinary,
+    Timeline,
+    Traps,
+    Faults,
+    /// `junit-<suite>.xml`, one per suite.
+    JunitSuite,
+    Junit,
+    ReportSvg,
+    Lock,
+}
+
+impl Record {
+    pub const ALL: [Record; 20] = [
+        Record::BaselineSha,
+        Record::BadSha,
+        Record::RecoveredSha,
+        Record::Project,
+        Record::Application,
+        Record::BaselineJson,
+        Record::FailedJson,
+        Record::RecoveredJson,
+        Record::RevisionBad,
+        Record::RevisionRecovered,
+        Record::Observations,
+        Record::GatePy,
+        Record::GateBinary,
+        Record::Timeline,
+        Record::Traps,
+        Record::Faults,
+        Record::JunitSuite,
+        Record::Junit,
+        Record::ReportSvg,
+        Record::Lock,
+    ];
+
+    /// The file's name (for numbered files the first one's; for `JunitSuite` the prefix).
+    pub fn file(self) -> &'static str {
+        match self {
+            Record::BaselineSha => "baseline.sha",
+            Record::BadSha => "bad.sha",
+            Record::RecoveredSha => "recovered.sha",
+            Record::Project => "project.json",
+            Record::Application => "application.json",
+            Record::BaselineJson => "baseline.json",
+            Record::FailedJson => "failed.json",
+            Record::RecoveredJson => "recovered.json",
+            Record::RevisionBad => "revision-bad.json",
+            Record::RevisionRecovered => "revision-recovered.json",
+            Record::Observations => "observations.ndjson",
+            Record::GatePy => "release-gate.py",
+            Record::GateBinary => "bin/release-gate",
+            Record::Timeline => "timeline.json",
+            Record::Traps => "traps.json",
+            Record::Faults => "faults.json",
+            Record::JunitSuite => "junit-",
+            Record::Junit => "junit.xml",
+            Record::ReportSvg => "report.svg",
+            Record::Lock => crate::lock::LOCK_FILE,
+        }
+    }
+
+    pub fn keeping(self) -> Keeping {
+        match self {
+            Record::Observations => Keeping::AppendOnly,
+            Record::Timeline | Record::Traps | Record::Faults => Keeping::Numbered,
+            Record::JunitSuite | Record::Junit | Record::ReportSvg | Record::Lock => {
+                Keeping::Regenerated
+            }
+            _ => Keeping::WriteOnce,
+        }
+    }
+
+    /// Which record a path relative to the evidence directory is (`timeline-3.json` is a
+    /// timeline, `junit-traps.xml` a suite's JUnit file); `None` for a stranger.
+    pub fn of_file(rel: &str) -> Option<Record> {
+        Record::ALL.into_iter().find(|r| match r.keeping() {
+            Keeping::Numbered => {
+                let stem = r.file().trim_end_matches(".json");
+                rel == r.file()
+                    || rel
+                        .strip_prefix(stem)
+                        .and_then(|rest| rest.strip_prefix('-'))
+                        .and_then(|rest| rest.strip_suffix(".json"))
+                        .is_some_and(|n| n.parse::<u32>().is_ok())
+            }
+            _ if *r == Record::JunitSuite => rel.starts_with(r.file()) && rel.ends_with(".xml"),
+            _ => rel == r.file(),
+        })
+    }
 }
 
 /// The lab's record files, under the evidence directory.
@@ -159,44 +299,20 @@ impl RecordPaths {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self { dir: dir.into() }
     }
-    pub fn baseline_sha(&self) -> PathBuf {
-        self.dir.join("baseline.sha")
+
+    pub fn path(&self, r: Record) -> PathBuf {
+        self.dir.join(r.file())
     }
-    pub fn bad_sha(&self) -> PathBuf {
-        self.dir.join("bad.sha")
-    }
-    pub fn recovered_sha(&self) -> PathBuf {
-        self.dir.join("recovered.sha")
-    }
-    pub fn project(&self) -> PathBuf {
-        self.dir.join("project.json")
-    }
-    pub fn application(&self) -> PathBuf {
-        self.dir.join("application.json")
-    }
-    pub fn baseline_json(&self) -> PathBuf {
-        self.dir.join("baseline.json")
-    }
-    pub fn failed_json(&self) -> PathBuf {
-        self.dir.join("failed.json")
-    }
-    pub fn recovered_json(&self) -> PathBuf {
-        self.dir.join("recovered.json")
-    }
-    /// When targetRevision was first pointed at the bad SHA (write-once).
-    pub fn revision_bad(&self) -> PathBuf {
-        self.dir.join("revision-bad.json")
-    }
-    /// When targetRevision was first pointed at the revert (write-once).
-    pub fn revision_recovered(&self) -> PathBuf {
-        self.dir.join("revision-recovered.json")
-    }
-    /// Every observation of every run, one JSON object per line (append-only).
-    pub fn observations(&self) -> PathBuf {
-        self.dir.join("observations.ndjson")
-    }
-    pub fn gate_py(&self) -> PathBuf {
-        self.dir.join("release-gate.py")
+
+    /// Reads a `.sha` record that must exist (an error names it and the steps that make it).
+    pub fn sha(&self, r: Record) -> Result<String> {
+        let path = self.path(r);
+        read_sha(&path)?.ok_or_else(|| {
+            anyhow::anyhow!(
+                "{} is not recorded yet (run the earlier steps)",
+                path.display()
+            )
+        })
     }
 }
 
@@ -245,6 +361,23 @@ mod tests {
         let sha = "0123456789abcdef0123456789abcdef01234567";
         assert!(write_sha(&p, sha).is_err());
         assert_eq!(fs::read(&p).unwrap(), b"HEAD~1\n");
+    }
+
+    #[test]
+    fn every_file_is_recognised_with_how_it_is_kept() {
+        for r in Record::ALL {
+            if r != Record::JunitSuite {
+                assert_eq!(Record::of_file(r.file()), Some(r), "{r:?}");
+            }
+        }
+        assert_eq!(Record::of_file("timeline-12.json"), Some(Record::Timeline));
+        assert_eq!(Record::of_file("traps-2.json"), Some(Record::Traps));
+        assert_eq!(Record::of_file("junit-lab.xml"), Some(Record::JunitSuite));
+        assert_eq!(Record::of_file("timeline-x.json"), None);
+        assert_eq!(Record::of_file("notes.txt"), None);
+        assert_eq!(Record::FailedJson.keeping(), Keeping::WriteOnce);
+        assert_eq!(Record::Observations.keeping(), Keeping::AppendOnly);
+        assert_eq!(Record::ReportSvg.keeping(), Keeping::Regenerated);
     }
 
     #[test]

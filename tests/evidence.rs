@@ -4,10 +4,13 @@
 mod support;
 
 use chrono::TimeZone;
-use cnpe_lab::argo::Application;
-use cnpe_lab::evidence::{derive, ready_endpoints, Evidence, HttpOutcome, LiveState, Subject};
-use cnpe_lab::gate;
-use cnpe_lab::wait::{self, Target};
+use cnpe_lab::cluster::argo::Application;
+use cnpe_lab::observe::evidence::{
+    derive, ready_endpoints, Evidence, HttpOutcome, LiveState, Subject,
+};
+use cnpe_lab::observe::explain;
+use cnpe_lab::observe::predicates::{self, Target};
+use cnpe_lab::release_gate as gate;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -171,7 +174,7 @@ fn healthy_release_evidence() {
         (1, 1, 1, 1, 1)
     );
     assert_eq!((ev.generation, ev.observed_generation), (Some(3), 3));
-    assert!(wait::healthy(&ev, SHA, BODY).is_empty());
+    assert!(predicates::healthy(&ev, SHA, BODY).is_empty());
     assert!(gate::evaluate_value(&ev.to_value(), SHA, BODY).approved);
     snapshot("evidence_healthy", &ev);
 }
@@ -234,7 +237,10 @@ fn stuck_before_the_deadline_is_not_yet_failed() {
     let ev = derive(&subject(), &live, &unavailable_http(), at());
     assert!(!ev.progress_deadline_exceeded);
     assert_eq!((ev.ready, ev.available, ev.ready_endpoints), (0, 0, 0));
-    let unmet: Vec<&str> = wait::failed(&ev, SHA).iter().map(|u| u.what).collect();
+    let unmet: Vec<&str> = predicates::failed(&ev, SHA)
+        .iter()
+        .map(|u| u.what)
+        .collect();
     assert_eq!(
         unmet,
         ["health", "progress_deadline_exceeded"],
@@ -259,8 +265,8 @@ fn synced_outage_after_the_deadline() {
         (ev.replicas, ev.updated, ev.ready, ev.available),
         (1, 1, 0, 0)
     );
-    assert!(wait::failed(&ev, SHA).is_empty());
-    assert!(!wait::healthy(&ev, SHA, BODY).is_empty());
+    assert!(predicates::failed(&ev, SHA).is_empty());
+    assert!(!predicates::healthy(&ev, SHA, BODY).is_empty());
     let verdict = gate::evaluate_value(&ev.to_value(), SHA, BODY);
     assert!(
         !verdict.approved,
@@ -366,7 +372,7 @@ fn application_without_status() {
         ),
         (None, None)
     );
-    let unmet: Vec<&str> = wait::healthy(&ev, SHA, BODY)
+    let unmet: Vec<&str> = predicates::healthy(&ev, SHA, BODY)
         .iter()
         .map(|u| u.what)
         .collect();
@@ -418,7 +424,7 @@ fn stale_revision_never_counts_as_healthy() {
         )],
     };
     let ev = derive(&subject(), &live, &ok_http(), at());
-    let unmet = wait::healthy(&ev, SHA, BODY);
+    let unmet = predicates::healthy(&ev, SHA, BODY);
     assert_eq!(
         unmet.iter().map(|u| u.what).collect::<Vec<_>>(),
         ["observed_revision", "operation_revision"]
@@ -438,7 +444,7 @@ fn generation_not_yet_observed_is_unmet() {
         serde_json::to_value(healthy_deployment().status).unwrap(),
     ));
     let ev = derive(&subject(), &live, &ok_http(), at());
-    let unmet = wait::healthy(&ev, SHA, BODY);
+    let unmet = predicates::healthy(&ev, SHA, BODY);
     assert_eq!(unmet.len(), 1);
     assert_eq!(
         unmet[0].to_string(),
@@ -454,7 +460,7 @@ fn explanation_names_unmet_conditions_events_and_pods() {
         slices: vec![],
     };
     let ev = derive(&subject(), &live, &unavailable_http(), at());
-    let unmet = wait::failed(&ev, SHA);
+    let unmet = predicates::failed(&ev, SHA);
     let pod: Pod = serde_json::from_value(json!({
         "metadata": {"name": "web-6f6b546d76-x2x9q", "namespace": "cnpe-shop"},
         "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady", "message": "containers with unready status: [web]"}]}
@@ -468,13 +474,13 @@ fn explanation_names_unmet_conditions_events_and_pods() {
         "lastTimestamp": "2026-12-02T15:04:03Z"
     }))
     .unwrap();
-    let cx = wait::Context {
+    let cx = explain::Context {
         application: live.application.clone(),
         pods: vec![pod],
         events: vec![event],
         ..Default::default()
     };
-    let text = wait::explain(Target::Failed, SHA, &unmet, &ev, &cx);
+    let text = explain::explain(Target::Failed, SHA, &unmet, &ev, &cx);
     for needle in [
         "still unmet for `failed`",
         "health: want Some(\"Degraded\"), found Some(\"Progressing\")",
@@ -515,20 +521,20 @@ fn explanation_names_a_rollback_to_a_reused_replica_set() {
         slices: vec![slice("web-a", json!([endpoint("10.88.0.9", Some(false))]))],
     };
     let ev = derive(&subject(), &live, &unavailable_http(), at());
-    let unmet = wait::failed(&ev, SHA);
+    let unmet = predicates::failed(&ev, SHA);
     let rs: k8s_openapi::api::apps::v1::ReplicaSet = serde_json::from_value(json!({
         "metadata": {"name": "web-6f6b546d76", "namespace": "cnpe-shop", "annotations": {
             "deployment.kubernetes.io/revision": "3", "deployment.kubernetes.io/revision-history": "1"}}
     }))
     .unwrap();
-    let cx = wait::Context {
+    let cx = explain::Context {
         application: live.application.clone(),
         deployment: Some(d),
         replica_sets: vec![rs],
         zero_endpoints_for: Some(std::time::Duration::from_millis(61_500)),
         ..Default::default()
     };
-    let text = wait::explain(Target::Failed, SHA, &unmet, &ev, &cx);
+    let text = explain::explain(Target::Failed, SHA, &unmet, &ev, &cx);
     for needle in [
         "Likely cause",
         "existing ReplicaSet web-6f6b546d76",
@@ -546,7 +552,7 @@ fn explanation_names_a_rollback_to_a_reused_replica_set() {
         .as_mut()
         .unwrap()
         .remove("deployment.kubernetes.io/revision-history");
-    assert!(!wait::explain(Target::Failed, SHA, &unmet, &ev, &plain).contains("106054"));
+    assert!(!explain::explain(Target::Failed, SHA, &unmet, &ev, &plain).contains("106054"));
 }
 
 /// Argo CD's repo-server cannot fetch (the git daemon is down): the Application keeps its old
@@ -563,12 +569,12 @@ fn explanation_names_an_unreachable_git_server() {
         slices: vec![],
     };
     let ev = derive(&subject(), &live, &ok_http(), at());
-    let unmet = wait::healthy(&ev, SHA, BODY);
-    let cx = wait::Context {
+    let unmet = predicates::healthy(&ev, SHA, BODY);
+    let cx = explain::Context {
         application: live.application.clone(),
         ..Default::default()
     };
-    let causes = wait::likely_causes(Target::Healthy, &unmet, &ev, &cx);
+    let causes = explain::likely_causes(Target::Healthy, &unmet, &ev, &cx);
     let git = causes
         .iter()
         .find(|c| c.contains("ComparisonError"))
@@ -591,7 +597,7 @@ fn explanation_names_an_unreachable_git_server() {
         json!([{"type": "ComparisonError", "message": "unable to resolve 'nope' to a commit SHA"}]),
     )
     .unwrap();
-    let causes = wait::likely_causes(Target::Healthy, &unmet, &ev, &other);
+    let causes = explain::likely_causes(Target::Healthy, &unmet, &ev, &other);
     assert!(
         causes
             .iter()
@@ -622,20 +628,20 @@ fn explanation_tells_a_lagging_endpoint_controller_from_a_lagging_watch() {
         slices: vec![],
     };
     let ev = derive(&subject(), &live, &unavailable_http(), at());
-    let unmet = wait::healthy(&ev, SHA, BODY);
+    let unmet = predicates::healthy(&ev, SHA, BODY);
     assert!(unmet.iter().any(|u| u.what == "ready_endpoints"));
-    let cx = |listed: Option<i64>| wait::Context {
+    let cx = |listed: Option<i64>| explain::Context {
         pods: vec![ready_pod("web-757cc8677d-d4p5t")],
         listed_ready_endpoints: listed,
         ..Default::default()
     };
-    let causes = wait::likely_causes(Target::Healthy, &unmet, &ev, &cx(Some(0)));
+    let causes = explain::likely_causes(Target::Healthy, &unmet, &ev, &cx(Some(0)));
     let lag = causes
         .iter()
         .find(|c| c.contains("EndpointSlice controller has not caught up"))
         .unwrap_or_else(|| panic!("no endpoint-controller cause in {causes:?}"));
     assert!(lag.contains("pod web-757cc8677d-d4p5t is Ready"), "{lag}");
-    let causes = wait::likely_causes(Target::Healthy, &unmet, &ev, &cx(Some(1)));
+    let causes = explain::likely_causes(Target::Healthy, &unmet, &ev, &cx(Some(1)));
     assert!(
         causes
             .iter()
@@ -644,8 +650,8 @@ fn explanation_tells_a_lagging_endpoint_controller_from_a_lagging_watch() {
     );
     assert!(!causes.iter().any(|c| c.contains("has not caught up")));
     // Unknown fresh count, or no Ready pod: nothing is claimed.
-    for quiet in [cx(None), wait::Context::default()] {
-        let causes = wait::likely_causes(Target::Healthy, &unmet, &ev, &quiet);
+    for quiet in [cx(None), explain::Context::default()] {
+        let causes = explain::likely_causes(Target::Healthy, &unmet, &ev, &quiet);
         assert!(
             !causes.iter().any(|c| c.contains("EndpointSlice")),
             "{causes:?}"
@@ -664,8 +670,8 @@ fn explanation_names_a_proxy_routing_by_stale_endpoints() {
     };
     let ev = derive(&subject(), &live, &unavailable_http(), at());
     assert_eq!(ev.ready_endpoints, 1);
-    let unmet = wait::healthy(&ev, SHA, BODY);
-    let causes = wait::likely_causes(Target::Healthy, &unmet, &ev, &wait::Context::default());
+    let unmet = predicates::healthy(&ev, SHA, BODY);
+    let causes = explain::likely_causes(Target::Healthy, &unmet, &ev, &explain::Context::default());
     let proxy = causes
         .iter()
         .find(|c| c.contains("service proxy answers 503"))
@@ -680,8 +686,8 @@ fn explanation_names_a_proxy_routing_by_stale_endpoints() {
         ..live
     };
     let ev = derive(&subject(), &none, &unavailable_http(), at());
-    let unmet = wait::healthy(&ev, SHA, BODY);
-    let causes = wait::likely_causes(Target::Healthy, &unmet, &ev, &wait::Context::default());
+    let unmet = predicates::healthy(&ev, SHA, BODY);
+    let causes = explain::likely_causes(Target::Healthy, &unmet, &ev, &explain::Context::default());
     assert!(
         !causes.iter().any(|c| c.contains("service proxy")),
         "{causes:?}"
@@ -700,9 +706,9 @@ fn explanation_names_a_deployment_controller_that_has_not_caught_up() {
         slices: vec![slice("web-a", json!([endpoint("10.88.0.9", Some(true))]))],
     };
     let ev = derive(&subject(), &live, &ok_http(), at());
-    let unmet = wait::healthy(&ev, SHA, BODY);
+    let unmet = predicates::healthy(&ev, SHA, BODY);
     assert!(unmet.iter().any(|u| u.what == "observed_generation"));
-    let causes = wait::likely_causes(Target::Healthy, &unmet, &ev, &wait::Context::default());
+    let causes = explain::likely_causes(Target::Healthy, &unmet, &ev, &explain::Context::default());
     let lag = causes
         .iter()
         .find(|c| c.contains("deployment controller has not caught up"))
@@ -722,8 +728,8 @@ fn explanation_names_a_deployment_controller_that_has_not_caught_up() {
         .unwrap();
     status.operation_state.as_mut().unwrap().phase = Some("Running".into());
     let ev = derive(&subject(), &applying, &ok_http(), at());
-    let unmet = wait::healthy(&ev, SHA, BODY);
-    let causes = wait::likely_causes(Target::Healthy, &unmet, &ev, &wait::Context::default());
+    let unmet = predicates::healthy(&ev, SHA, BODY);
+    let causes = explain::likely_causes(Target::Healthy, &unmet, &ev, &explain::Context::default());
     assert!(
         !causes.iter().any(|c| c.contains("deployment controller")),
         "{causes:?}"

@@ -4,7 +4,9 @@
 mod support;
 
 mod gate {
-    use cnpe_lab::gate::{evaluate_bytes, evaluate_value, Verdict, COUNTERS, REQUIRED_FIELDS};
+    use cnpe_lab::release_gate::{
+        evaluate_bytes, evaluate_value, Verdict, COUNTERS, REQUIRED_FIELDS,
+    };
     use proptest::prelude::*;
     use rstest::rstest;
     use serde_json::{json, Map, Value};
@@ -321,7 +323,10 @@ mod gate {
     #[test]
     fn gate_rejects_oversized_input_without_reading_it_whole() {
         let mut bytes = b"{\"http_body\": \"".to_vec();
-        bytes.resize(cnpe_lab::strict_json::MAX_INPUT_BYTES + 1, b'a');
+        bytes.resize(
+            cnpe_lab::release_gate::strict_json::MAX_INPUT_BYTES + 1,
+            b'a',
+        );
         let verdict = evaluate_bytes(&bytes, SHA, BODY);
         assert!(verdict.input_error.unwrap().contains("larger than"));
     }

@@ -3,9 +3,9 @@
 //! real `git daemon` serving the bare repo over git:// as Argo CD's repo-server reads it.
 
 use cnpe_lab::config::Config;
-use cnpe_lab::git::{ensure_bare, GitOps};
-use cnpe_lab::history::{self, CHECK_NAMES};
-use cnpe_lab::manifests::{self, to_file_bytes, RELEASE_PATH};
+use cnpe_lab::lab::git::{ensure_bare, GitOps};
+use cnpe_lab::lab::history::{self, CHECK_NAMES};
+use cnpe_lab::lab::manifests::{self, to_file_bytes, RELEASE_PATH};
 use git2::{Oid, Repository};
 use std::path::Path;
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! Errors about a kubeconfig name the file and the position, never its content. Every broken
 //! kubeconfig here carries a canary; no form of the error (`{}`, `{:#}`, `{:?}`) may contain it.
 
-use cnpe_lab::kubeconfig::{load_from, Source};
+use cnpe_lab::cluster::kubeconfig::{load_from, Source};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -7,11 +7,14 @@
 mod support;
 
 use cnpe_lab::config::Config;
+use cnpe_lab::lab::runner::Runner;
+use cnpe_lab::lab::step::Step;
 use cnpe_lab::lab::Lab;
-use cnpe_lab::runner::{Outcome, Runner};
-use cnpe_lab::step::{Step, StepKind};
+use cnpe_lab::records::Record;
+use cnpe_lab::report::{Echo, Outcome, TrialResult};
 use libtest_mimic::{Completion, Failed, Trial};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 struct Shared {
     rt: tokio::runtime::Runtime,
@@ -21,11 +24,13 @@ struct Shared {
 }
 
 /// The connected runner, or why the lab cannot run here.
-fn connect(rt: &tokio::runtime::Runtime, cfg: Config) -> Result<Runner, String> {
+fn connect(rt: &tokio::runtime::Runtime, cfg: Config) -> Result<Runner, support::NotRun> {
     rt.block_on(async {
-        let lab = Lab::connect(cfg).await.map_err(|e| format!("{e:#}"))?;
+        let lab = Lab::connect(cfg)
+            .await
+            .map_err(|e| support::NotRun::Unreachable(format!("{e:#}")))?;
         support::api_answers(&lab.cluster).await?;
-        Ok(Runner::new(lab))
+        Ok(Runner::new(lab, Echo::Libtest))
     })
 }
 
@@ -52,14 +57,9 @@ fn main() {
     });
     let conclusion = libtest_mimic::run(&args, trials);
 
+    // The one reporter writes the timeline, the JUnit files and the picture.
     if let Some(runner) = shared.runner.lock().unwrap().as_ref() {
-        if !runner.lab.timeline.steps.is_empty() {
-            match runner.lab.write_timeline() {
-                Ok(p) => eprintln!("{}\ntimeline: {}", runner.lab.summary(), p.display()),
-                Err(e) => eprintln!("{}\ntimeline not written: {e:#}", runner.lab.summary()),
-            }
-            runner.lab.write_reports(&runner.results);
-        }
+        runner.finish();
     }
     if let Some(p) = provisioned {
         eprintln!("{}", p.farewell());
@@ -68,44 +68,49 @@ fn main() {
 }
 
 fn run_trial(shared: &Shared, step: Step) -> Result<Completion, Failed> {
-    if let Some(r) = shared.availability.verdict("LAB") {
-        return r;
+    if let Some(o) = shared.availability.verdict("LAB") {
+        return o.libtest();
     }
     let mut guard = shared.runner.lock().unwrap();
     let runner = guard.as_mut().expect("connected");
-    let result = shared.rt.block_on(runner.run(step));
-    match &result.outcome {
-        Outcome::Passed(summary) => {
-            eprintln!("  {step}: {summary}");
-            Ok(Completion::Completed)
-        }
-        Outcome::Failed(explanation) => Err(explanation.clone().into()),
-        Outcome::Skipped { after } => Err(format!("skipped: {after} failed").into()),
-    }
+    shared.rt.block_on(runner.run(step)).outcome.libtest()
 }
 
 /// The three evidence files, with run-specific values redacted, so any change in what the lab
-/// records is reviewed (snapshots/lab_*.snap).
+/// records is reviewed (snapshots/lab_*.snap). Reported like every step.
 fn snapshots(shared: &Shared) -> Result<Completion, Failed> {
-    if let Some(r) = shared.availability.verdict("LAB") {
-        return r;
+    if let Some(o) = shared.availability.verdict("LAB") {
+        return o.libtest();
     }
     let guard = shared.runner.lock().unwrap();
     let runner = guard.as_ref().expect("connected");
-    if let Some(failed) = runner
-        .results
-        .iter()
-        .find(|r| r.step.kind() == StepKind::Action && !r.outcome.passed())
-    {
-        return Err(format!("skipped: {} did not pass", failed.step).into());
+    let t = Instant::now();
+    let outcome = match snapshot_outcome(runner) {
+        Ok(()) => {
+            Outcome::Passed("baseline, failed and recovered evidence match their snapshots".into())
+        }
+        Err(e) => Outcome::Failed(e),
+    };
+    runner.reporter.finished(TrialResult {
+        name: "evidence_snapshots".into(),
+        outcome: outcome.clone(),
+        seconds: t.elapsed().as_secs_f64(),
+    });
+    outcome.libtest()
+}
+
+fn snapshot_outcome(runner: &Runner) -> Result<(), String> {
+    if let Some(failed) = runner.failed_action() {
+        return Err(format!("skipped: {failed} did not pass"));
     }
     let records = &runner.lab.records;
     let files = [
-        ("lab_baseline_json", records.baseline_json()),
-        ("lab_failed_json", records.failed_json()),
-        ("lab_recovered_json", records.recovered_json()),
+        ("lab_baseline_json", Record::BaselineJson),
+        ("lab_failed_json", Record::FailedJson),
+        ("lab_recovered_json", Record::RecoveredJson),
     ];
-    for (name, path) in files {
+    for (name, record) in files {
+        let path = records.path(record);
         let value = cnpe_lab::records::read_json(&path)
             .map_err(|e| format!("{e:#}"))?
             .ok_or_else(|| format!("{} missing", path.display()))?;
@@ -115,9 +120,8 @@ fn snapshots(shared: &Shared) -> Result<Completion, Failed> {
         if outcome.is_err() {
             return Err(format!(
                 "evidence snapshot {name} differs (see above; review with cargo insta review)"
-            )
-            .into());
+            ));
         }
     }
-    Ok(Completion::Completed)
+    Ok(())
 }

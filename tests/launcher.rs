@@ -1,7 +1,7 @@
 //! `release-gate.py` as the lab's grader runs it: `python3 <dir>/release-gate.py STATE SHA BODY`.
 //! The launcher must give exactly the compiled gate's verdict and fail closed on its own errors.
 
-use cnpe_lab::launcher::{self, install, run_py, Installed};
+use cnpe_lab::lab::launcher::{self, install, run_py, Installed};
 use cnpe_lab::records::WriteOutcome;
 use serde_json::{json, Value};
 use std::fs;

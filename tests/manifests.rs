@@ -4,7 +4,7 @@
 mod support;
 
 use cnpe_lab::config::Config;
-use cnpe_lab::manifests::{self, json_diff, READINESS_PATH_POINTER};
+use cnpe_lab::lab::manifests::{self, json_diff, READINESS_PATH_POINTER};
 use serde_json::{json, Value};
 
 const SHA: &str = "3b18e512dba79e4c8300dd08aeb37f8e728b8dad";
@@ -272,14 +272,14 @@ fn render_command_writes_the_three_files() {
 #[test]
 fn revision_patch_changes_only_the_target_revision_and_requests_a_refresh() {
     assert_eq!(
-        cnpe_lab::argo::refresh_patch(Some(SHA)),
+        cnpe_lab::cluster::argo::refresh_patch(Some(SHA)),
         json!({
             "metadata": {"annotations": {"argocd.argoproj.io/refresh": "normal"}},
             "spec": {"source": {"targetRevision": SHA}}
         })
     );
     assert_eq!(
-        cnpe_lab::argo::refresh_patch(None),
+        cnpe_lab::cluster::argo::refresh_patch(None),
         json!({"metadata": {"annotations": {"argocd.argoproj.io/refresh": "normal"}}})
     );
 }

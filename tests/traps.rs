@@ -12,18 +12,24 @@ mod faults;
 mod kills;
 mod support;
 
+use cnpe_lab::cluster::kubeconfig;
 use cnpe_lab::config::Config;
-use cnpe_lab::evidence::{self, Evidence, Subject};
-use cnpe_lab::git::GitOps;
-use cnpe_lab::manifests;
-use cnpe_lab::observer::WaitError;
+use cnpe_lab::lab::git::GitOps;
+use cnpe_lab::lab::manifests;
+use cnpe_lab::observe::evidence::Evidence;
+use cnpe_lab::observe::observer;
+use cnpe_lab::observe::observer::WaitError;
+use cnpe_lab::observe::predicates::Target;
 use cnpe_lab::records;
-use cnpe_lab::wait::Target;
+use cnpe_lab::report::{Echo, Outcome, Reporter, Suite, TrialResult};
 use libtest_mimic::{Completion, Failed, Trial};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// Why `argocd app wait --core` cannot run on a cluster whose Argo CD runs as host processes.
+const NOT_PODS: &str = "Argo CD does not run as pods here";
 
 /// The checks run side by side in every trap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -48,7 +54,23 @@ enum Peer {
 enum Verdict {
     Approved,
     Rejected,
+    /// The peer ran and failed for a reason of its own (a configuration error, a crash): it
+    /// said nothing about the release, so it is neither an approval nor a rejection.
+    Errored,
+    /// The peer cannot run on this cluster (the reason is in `detail`).
     NotRun,
+}
+
+impl Verdict {
+    /// A command-line peer's verdict: exit 0 approves; a non-zero exit is a rejection only
+    /// when the output says the release was judged (`judged` holds), else the peer errored.
+    fn of_command(code: Option<i32>, output: &str, judged: &[&str]) -> Verdict {
+        match code {
+            Some(0) => Verdict::Approved,
+            _ if judged.iter().any(|j| output.contains(j)) => Verdict::Rejected,
+            _ => Verdict::Errored,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -63,7 +85,8 @@ struct PeerResult {
 struct TrapRecord {
     trap: &'static str,
     release: String,
-    /// Whether the release really serves the expected revision and body.
+    /// Whether the release really served the expected revision and body, measured when our
+    /// wait ended: HTTP 200 with the expected page and Argo CD's operation Succeeded at it.
     serves_expected: bool,
     peers: Vec<PeerResult>,
 }
@@ -97,9 +120,16 @@ fn find_tool(name: &str, env: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-async fn run_tool(program: &PathBuf, args: &[&str], timeout: Duration) -> (Option<i32>, String) {
+/// Runs a peer's command; returns its exit code and its output's last line.
+async fn run_tool(
+    program: &PathBuf,
+    args: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+    timeout: Duration,
+) -> (Option<i32>, String) {
     let child = tokio::process::Command::new(program)
         .args(args)
+        .envs(env.iter().copied())
         .kill_on_drop(true)
         .output();
     match tokio::time::timeout(timeout, child).await {
@@ -120,14 +150,10 @@ async fn run_tool(program: &PathBuf, args: &[&str], timeout: Duration) -> (Optio
 }
 
 impl Fixture {
-    fn subject(&self) -> Subject {
-        Subject::from_config(&self.cfg)
-    }
-
     async fn observe(&self) -> Evidence {
-        let state = self.live.snapshot();
-        let http = self.probe.get().await;
-        evidence::derive(&self.subject(), &state, &http, chrono::Utc::now())
+        observer::observe_once(&self.cluster, Some(&self.live), &self.probe)
+            .await
+            .expect("a snapshot of the watches needs no request")
     }
 
     async fn argo_runs_as_pods(&self) -> bool {
@@ -165,14 +191,15 @@ impl Fixture {
             let (code, detail) = run_tool(
                 &k,
                 &["-n", &ns, "rollout", "status", &workload, &t],
+                &[],
                 deadline + Duration::from_secs(5),
             )
             .await;
-            let verdict = if code == Some(0) {
-                Verdict::Approved
-            } else {
-                Verdict::Rejected
-            };
+            let verdict = Verdict::of_command(
+                code,
+                &detail,
+                &["timed out", "exceeded its progress deadline"],
+            );
             PeerResult {
                 peer: Peer::KubectlRolloutStatus,
                 verdict,
@@ -186,7 +213,7 @@ impl Fixture {
                 ev.sync.as_deref() == Some("Synced") && ev.health.as_deref() == Some("Healthy");
             let http_ok = ev.http_code == Some(200)
                 && ev.http_body.as_deref() == Some(self.cfg.body.as_str());
-            let gate = cnpe_lab::gate::evaluate_value(&ev.to_value(), sha, &self.cfg.body);
+            let gate = cnpe_lab::release_gate::evaluate_value(&ev.to_value(), sha, &self.cfg.body);
             let t = secs();
             vec![
                 PeerResult {
@@ -239,8 +266,7 @@ impl Fixture {
                     peer: Peer::ArgocdAppWait,
                     verdict: Verdict::NotRun,
                     seconds: 0.0,
-                    detail: "Argo CD does not run as pods here (--core needs its repo-server pod)"
-                        .into(),
+                    detail: format!("{NOT_PODS} (--core port-forwards to its pods)"),
                 },
                 (true, None) => PeerResult {
                     peer: Peer::ArgocdAppWait,
@@ -249,33 +275,56 @@ impl Fixture {
                     detail: "argocd CLI not found".into(),
                 },
                 (true, Some(a)) => {
-                    let t = deadline.as_secs().to_string();
-                    let target = format!("{argo_ns}/{app}");
-                    let (code, detail) = run_tool(
-                        &a,
-                        &[
-                            "app",
-                            "wait",
-                            &target,
-                            "--core",
-                            "--sync",
-                            "--health",
-                            "--timeout",
-                            &t,
-                        ],
-                        deadline + Duration::from_secs(5),
-                    )
-                    .await;
-                    let verdict = if code == Some(0) {
-                        Verdict::Approved
-                    } else {
-                        Verdict::Rejected
-                    };
-                    PeerResult {
-                        peer: Peer::ArgocdAppWait,
-                        verdict,
-                        seconds: secs(),
-                        detail,
+                    // Core mode reads Argo CD's namespace from the kube context (argo-cd#7721):
+                    // a context like ours with that namespace goes in front of our kubeconfig.
+                    let overlay =
+                        kubeconfig::with_namespace(&kubeconfig::Source::from_env(), &argo_ns)
+                            .and_then(|(doc, rest)| {
+                                let dir = tempfile::tempdir()?;
+                                let path = dir.path().join("argocd-core.kubeconfig");
+                                std::fs::write(&path, doc)?;
+                                let mut list = path.into_os_string();
+                                list.push(":");
+                                list.push(rest);
+                                Ok((dir, list))
+                            });
+                    match overlay {
+                        Err(e) => PeerResult {
+                            peer: Peer::ArgocdAppWait,
+                            verdict: Verdict::Errored,
+                            seconds: secs(),
+                            detail: format!("no kube context for core mode: {e:#}"),
+                        },
+                        Ok((_dir, kubeconfig)) => {
+                            let t = deadline.as_secs().to_string();
+                            let target = format!("{argo_ns}/{app}");
+                            let (code, detail) = run_tool(
+                                &a,
+                                &[
+                                    "app",
+                                    "wait",
+                                    &target,
+                                    "--core",
+                                    "--sync",
+                                    "--health",
+                                    "--timeout",
+                                    &t,
+                                ],
+                                &[("KUBECONFIG", kubeconfig.as_os_str())],
+                                deadline + Duration::from_secs(5),
+                            )
+                            .await;
+                            PeerResult {
+                                peer: Peer::ArgocdAppWait,
+                                verdict: Verdict::of_command(
+                                    code,
+                                    &detail,
+                                    &["timed out", "Degraded", "degraded"],
+                                ),
+                                seconds: secs(),
+                                detail,
+                            }
+                        }
                     }
                 }
             }
@@ -320,8 +369,46 @@ fn verdict_of(peers: &[PeerResult], p: Peer) -> &PeerResult {
         .expect("every peer reports")
 }
 
-/// Both of ours must reject: the point of every trap.
-fn ours_reject(peers: &[PeerResult]) -> Result<(), String> {
+/// The peers of a trap did what the trap is about: every peer that can run on this cluster
+/// ran (an error is not a verdict), at least one common check approved (the false approval
+/// the trap exists for), and both of ours rejected.
+fn check_peers(peers: &[PeerResult]) -> Result<(), String> {
+    for r in peers {
+        let allowed_not_run = r.peer == Peer::ArgocdAppWait && r.detail.starts_with(NOT_PODS);
+        match r.verdict {
+            Verdict::Errored => {
+                return Err(format!(
+                    "peer {:?} did not run properly: {}",
+                    r.peer, r.detail
+                ))
+            }
+            Verdict::NotRun if !allowed_not_run => {
+                return Err(format!(
+                    "peer {:?} should run on this cluster but did not: {}",
+                    r.peer, r.detail
+                ))
+            }
+            _ => {}
+        }
+    }
+    let common = [
+        Peer::KubectlRolloutStatus,
+        Peer::SyncedHealthyRead,
+        Peer::ArgocdAppWait,
+        Peer::HttpBodyCheck,
+    ];
+    if !peers
+        .iter()
+        .any(|r| common.contains(&r.peer) && r.verdict == Verdict::Approved)
+    {
+        return Err(format!(
+            "no common check approved, so this is not a false-approval trap here: {:?}",
+            peers
+                .iter()
+                .map(|r| (r.peer, r.verdict.clone()))
+                .collect::<Vec<_>>()
+        ));
+    }
     for p in [Peer::CnpeGate, Peer::CnpeWait] {
         let r = verdict_of(peers, p);
         if r.verdict != Verdict::Rejected {
@@ -329,6 +416,14 @@ fn ours_reject(peers: &[PeerResult]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Whether the release served the expected page at the expected revision (measured).
+fn serves(ev: &Evidence, sha: &str, body: &str) -> bool {
+    ev.http_code == Some(200)
+        && ev.http_body.as_deref() == Some(body)
+        && ev.operation_revision.as_deref() == Some(sha)
+        && ev.operation_phase.as_deref() == Some("Succeeded")
 }
 
 fn timeout_parts(waited: &Result<Evidence, WaitError>) -> Result<(&Evidence, &str), String> {
@@ -357,8 +452,21 @@ async fn trap_stale_healthy_and_reused_replica_set(f: &mut Fixture) -> Result<St
     let bad = f.bad.clone();
     let changed = f.point_at(&bad).await?;
     let (peers, waited) = f.peers(changed, &bad).await;
-    ours_reject(&peers)?;
-    let (_, explanation) = timeout_parts(&waited)?;
+    check_peers(&peers)?;
+    let (ev, _) = timeout_parts(&waited)?;
+    // The trap's state: the bad release's pods never get ready, so nothing is routed.
+    let Err(WaitError::Timeout { unmet, .. }) = &waited else {
+        unreachable!("timeout_parts checked it")
+    };
+    if !unmet
+        .iter()
+        .any(|u| u.what == "ready_endpoints" && u.found == "0")
+    {
+        return Err(format!(
+            "trap not reached: the wait's unmet conditions do not show 0 ready endpoints: {unmet:?}"
+        ));
+    }
+    let serves_expected = serves(ev, &bad, &f.cfg.body);
     // What is really going on, whichever way this cluster's Deployment controller goes.
     let (body, deadline) = (f.cfg.body.clone(), f.cfg.wait_deadline);
     let outage = f.lab.wait(Target::Failed, &bad, &body, deadline).await;
@@ -390,11 +498,10 @@ async fn trap_stale_healthy_and_reused_replica_set(f: &mut Fixture) -> Result<St
         }
         Err(e) => return Err(format!("{e}")),
     };
-    contains_all(explanation, &["still unmet for `healthy`"])?;
     f.results.push(TrapRecord {
         trap: "stale_healthy_then_reused_replica_set",
         release: bad,
-        serves_expected: false,
+        serves_expected,
         peers,
     });
     f.restore().await?;
@@ -409,7 +516,7 @@ async fn trap_wrong_body(f: &mut Fixture) -> Result<String, String> {
     let sha = f.commit(&release, "Trap: a release whose page differs")?;
     let changed = f.point_at(&sha).await?;
     let (peers, waited) = f.peers(changed, &sha).await;
-    ours_reject(&peers)?;
+    check_peers(&peers)?;
     let (ev, explanation) = timeout_parts(&waited)?;
     // The trap is real only if everything but the body says "serving".
     if ev.sync.as_deref() != Some("Synced")
@@ -424,7 +531,7 @@ async fn trap_wrong_body(f: &mut Fixture) -> Result<String, String> {
         ));
     }
     contains_all(explanation, &["http_body", "serves the wrong content"])?;
-    let gate = cnpe_lab::gate::evaluate_value(&ev.to_value(), &sha, &f.cfg.body);
+    let gate = cnpe_lab::release_gate::evaluate_value(&ev.to_value(), &sha, &f.cfg.body);
     if gate.approved || !gate.failing_fields().contains(&"http_body") {
         return Err(format!(
             "the gate does not name http_body: {:?}",
@@ -434,7 +541,7 @@ async fn trap_wrong_body(f: &mut Fixture) -> Result<String, String> {
     f.results.push(TrapRecord {
         trap: "synced_healthy_wrong_body",
         release: sha.clone(),
-        serves_expected: false,
+        serves_expected: serves(ev, &sha, &f.cfg.body),
         peers,
     });
     // Revert in Git first: the branch tip must not keep a trap release if restoring fails.
@@ -463,7 +570,7 @@ async fn trap_operation_failed(f: &mut Fixture) -> Result<String, String> {
     )?;
     let changed = f.point_at(&sha).await?;
     let (peers, waited) = f.peers(changed, &sha).await;
-    ours_reject(&peers)?;
+    check_peers(&peers)?;
     let (ev, explanation) = timeout_parts(&waited)?;
     if ev.observed_revision.as_deref() != Some(sha.as_str())
         || ev.operation_phase.as_deref() == Some("Succeeded")
@@ -486,7 +593,7 @@ async fn trap_operation_failed(f: &mut Fixture) -> Result<String, String> {
     f.results.push(TrapRecord {
         trap: "observed_revision_right_operation_failed",
         release: sha.clone(),
-        serves_expected: false,
+        serves_expected: serves(ev, &sha, &f.cfg.body),
         peers,
     });
     // Revert in Git first: the branch tip must not keep a trap release if restoring fails.
@@ -510,7 +617,7 @@ async fn trap_branch_target(f: &mut Fixture) -> Result<String, String> {
     let branch = f.cfg.branch.clone();
     let changed = f.point_at(&branch).await?;
     let (peers, waited) = f.peers(changed, &tip).await;
-    ours_reject(&peers)?;
+    check_peers(&peers)?;
     let (ev, explanation) = timeout_parts(&waited)?;
     if ev.target_revision.as_deref() != Some(branch.as_str()) {
         return Err(format!(
@@ -522,7 +629,7 @@ async fn trap_branch_target(f: &mut Fixture) -> Result<String, String> {
     f.results.push(TrapRecord {
         trap: "target_revision_is_a_branch",
         release: format!("{branch} ({tip})"),
-        serves_expected: false,
+        serves_expected: serves(ev, &tip, &f.cfg.body),
         peers,
     });
     f.restore().await?;
@@ -581,14 +688,15 @@ struct Shared {
     rt: tokio::runtime::Runtime,
     fixture: Mutex<Option<Fixture>>,
     availability: support::Availability,
-    junit: Mutex<Vec<cnpe_lab::junit::TrialRecord>>,
+    /// The one reporter (JUnit), when connected to a lab cluster.
+    reporter: Option<Reporter>,
 }
 
-fn connect(rt: &tokio::runtime::Runtime, cfg: Config) -> Result<Fixture, String> {
+fn connect(rt: &tokio::runtime::Runtime, cfg: Config) -> Result<Fixture, support::NotRun> {
     rt.block_on(async {
         let mut lab = support::LabCluster::connect(cfg).await?;
         // Start from the recovered release, serving (an interrupted earlier run may not have).
-        lab.restore().await?;
+        lab.restore().await.map_err(support::NotRun::Broken)?;
         Ok(Fixture {
             lab,
             results: Vec::new(),
@@ -598,12 +706,16 @@ fn connect(rt: &tokio::runtime::Runtime, cfg: Config) -> Result<Fixture, String>
 
 fn main() {
     let suite = support::start_suite("TRAPS", connect);
+    let reporter = suite
+        .connected
+        .as_ref()
+        .map(|f| Reporter::new(Suite::Traps, &f.records.dir, Echo::Libtest));
     let shared = Arc::new(Shared {
         faults: Mutex::new(Vec::new()),
         rt: suite.rt,
         fixture: Mutex::new(suite.connected),
         availability: suite.availability,
-        junit: Mutex::new(Vec::new()),
+        reporter,
     });
     let (args, provisioned, _lock) = (suite.args, suite.provisioned, suite.lock);
     let mut trials: Vec<Trial> = TRAPS
@@ -620,16 +732,15 @@ fn main() {
         Trial::ignorable_test(*name, move || {
             if let Err(why) = faults::hermetic_pids() {
                 if shared.availability.unavailable.is_none() {
-                    return Ok(Completion::ignored_with(format!(
-                        "not the hermetic cluster: {why}"
-                    )));
+                    let o = Outcome::Ignored(format!("not the hermetic cluster: {why}"));
+                    return report(&shared, name, o, 0.0);
                 }
             }
             run_trial(&shared, name, fault)
         })
     }));
     // The real binary SIGKILLed in each step in turn, then resumed (any cluster; own tenant).
-    trials.extend(cnpe_lab::step::Step::ALL.into_iter().map(|step| {
+    trials.extend(cnpe_lab::lab::step::Step::ALL.into_iter().map(|step| {
         let shared = shared.clone();
         let name = format!("fault_sigkill_in_{}", step.trial_name());
         Trial::ignorable_test(name.clone(), move || {
@@ -639,14 +750,23 @@ fn main() {
         })
     }));
     // Off the cluster, as root: the evidence directory on a full and a read-only filesystem.
-    trials.push(Trial::ignorable_test(
-        "fault_evidence_dir_on_a_full_filesystem",
-        faults::full_filesystem,
-    ));
-    trials.push(Trial::ignorable_test(
-        "fault_evidence_dir_on_a_read_only_filesystem",
-        faults::read_only_filesystem,
-    ));
+    for (name, trial) in [
+        (
+            "fault_evidence_dir_on_a_full_filesystem",
+            faults::full_filesystem as fn() -> Outcome,
+        ),
+        (
+            "fault_evidence_dir_on_a_read_only_filesystem",
+            faults::read_only_filesystem,
+        ),
+    ] {
+        let shared = shared.clone();
+        trials.push(Trial::ignorable_test(name, move || {
+            let t0 = Instant::now();
+            let outcome = trial();
+            report(&shared, name, outcome, t0.elapsed().as_secs_f64())
+        }));
+    }
     let conclusion = libtest_mimic::run(&args, trials);
     if let Some(f) = shared.fixture.lock().unwrap().as_mut() {
         // Whatever happened, leave the recovered release serving.
@@ -685,11 +805,8 @@ fn main() {
             }
         }
     }
-    if let Some(f) = shared.fixture.lock().unwrap().as_ref() {
-        match cnpe_lab::junit::write_junit(&f.records.dir, "traps", &shared.junit.lock().unwrap()) {
-            Ok(p) => eprintln!("traps: junit {}", p.display()),
-            Err(e) => eprintln!("traps: junit not written: {e:#}"),
-        }
+    if let Some(r) = &shared.reporter {
+        r.write(None);
     }
     if let Some(p) = provisioned {
         eprintln!("{}", p.farewell());
@@ -703,62 +820,59 @@ fn run_trial(
     trap: impl for<'a> FnOnce(&'a mut Fixture) -> TrapFuture<'a>,
 ) -> Result<Completion, Failed> {
     let t0 = Instant::now();
-    let result = run_trap_inner(shared, trap).map(|(completion, summary)| {
-        if let Some(detail) = summary {
-            if name.starts_with("fault_") {
-                shared.faults.lock().unwrap().push(FaultRecord {
-                    fault: name.into(),
-                    passed: true,
-                    detail,
-                    seconds: t0.elapsed().as_secs_f64(),
-                });
-            }
-        }
-        completion
-    });
-    if let (Err(e), true) = (&result, name.starts_with("fault_")) {
+    let outcome = trial_outcome(shared, trap);
+    let seconds = t0.elapsed().as_secs_f64();
+    if name.starts_with("fault_") && !matches!(outcome, Outcome::Ignored(_)) {
         shared.faults.lock().unwrap().push(FaultRecord {
             fault: name.into(),
-            passed: false,
-            detail: e.message().unwrap_or("failed").to_string(),
-            seconds: t0.elapsed().as_secs_f64(),
+            passed: outcome.passed(),
+            detail: match &outcome {
+                Outcome::Passed(s) | Outcome::Failed(s) | Outcome::Ignored(s) => s.clone(),
+                Outcome::Skipped { after } => format!("skipped after {after}"),
+            },
+            seconds,
         });
     }
-    use cnpe_lab::junit::{TrialOutcome, TrialRecord};
-    let outcome = match &result {
-        Ok(Completion::Completed) => TrialOutcome::Passed,
-        Ok(_) => TrialOutcome::Ignored {
-            reason: "not run here (see the banner)".into(),
-        },
-        Err(e) => TrialOutcome::Failed {
-            message: e.message().unwrap_or("failed").to_string(),
-        },
-    };
-    shared.junit.lock().unwrap().push(TrialRecord {
-        name: name.into(),
-        outcome,
-        seconds: t0.elapsed().as_secs_f64(),
-    });
-    result
+    report(shared, name, outcome, seconds)
 }
 
-fn run_trap_inner(
+/// Hands a trial's outcome to the reporter (when connected) and returns its verdict.
+fn report(
+    shared: &Shared,
+    name: &str,
+    outcome: Outcome,
+    seconds: f64,
+) -> Result<Completion, Failed> {
+    let verdict = outcome.libtest();
+    match &shared.reporter {
+        Some(r) => r.finished(TrialResult {
+            name: name.into(),
+            outcome,
+            seconds,
+        }),
+        None => {
+            if let Outcome::Passed(s) = &outcome {
+                eprintln!("  {s}");
+            }
+        }
+    }
+    verdict
+}
+
+fn trial_outcome(
     shared: &Shared,
     trap: impl for<'a> FnOnce(&'a mut Fixture) -> TrapFuture<'a>,
-) -> Result<(Completion, Option<String>), Failed> {
-    if let Some(v) = shared.availability.verdict("TRAPS") {
-        return v.map(|c| (c, None));
+) -> Outcome {
+    if let Some(o) = shared.availability.verdict("TRAPS") {
+        return o;
     }
     let mut guard = shared.fixture.lock().unwrap();
     let f = guard.as_mut().expect("connected");
     match shared.rt.block_on(trap(f)) {
-        Ok(summary) => {
-            eprintln!("  {summary}");
-            Ok((Completion::Completed, Some(summary)))
-        }
+        Ok(summary) => Outcome::Passed(summary),
         Err(e) => {
             let _ = shared.rt.block_on(f.restore());
-            Err(e.into())
+            Outcome::Failed(e)
         }
     }
 }

@@ -14,17 +14,20 @@
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
+use cnpe_lab::cluster::live::LiveWatch;
+use cnpe_lab::cluster::probe::Probe;
+use cnpe_lab::cluster::provision;
 use cnpe_lab::cluster::Cluster;
 use cnpe_lab::config::Config;
+use cnpe_lab::lab::manifests::{self, to_file_bytes};
+use cnpe_lab::lab::runner::{Mode, Runner};
+use cnpe_lab::lab::step::Step;
 use cnpe_lab::lab::Lab;
-use cnpe_lab::live::LiveWatch;
-use cnpe_lab::manifests::{self, to_file_bytes};
-use cnpe_lab::observer::{wait_for, Progress, WaitError, WaitSpec};
-use cnpe_lab::probe::Probe;
-use cnpe_lab::runner::{self, Mode, Runner};
-use cnpe_lab::step::Step;
-use cnpe_lab::wait::Target;
-use cnpe_lab::{evidence, provision, records, sha};
+use cnpe_lab::observe::observer::{self, wait_for, WaitError, WaitSpec};
+use cnpe_lab::observe::predicates::Target;
+use cnpe_lab::records;
+use cnpe_lab::report::Echo;
+use cnpe_lab::sha;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -170,20 +173,17 @@ async fn run(command: Command, cfg: Config) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Report => {
-            let path = cnpe_lab::report::write_report(&cfg.evidence_dir)?;
+            let path = cnpe_lab::report::svg::write_report(
+                &cfg.evidence_dir,
+                manifests::PROGRESS_DEADLINE_SECONDS as i64,
+            )?;
             eprintln!("wrote {}", path.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Observe => {
             let cluster = Cluster::connect(&cfg).await?;
-            let state = cluster.live_state().await?;
-            let http = Probe::for_cluster(&cluster)?.get().await;
-            let ev = evidence::derive(
-                &evidence::Subject::from_config(&cfg),
-                &state,
-                &http,
-                chrono::Utc::now(),
-            );
+            let probe = Probe::for_cluster(&cluster)?;
+            let ev = observer::observe_once(&cluster, None, &probe).await?;
             print_json(&ev.to_value());
             Ok(ExitCode::SUCCESS)
         }
@@ -195,14 +195,7 @@ async fn run(command: Command, cfg: Config) -> Result<ExitCode> {
             };
             let mut live = LiveWatch::start(&cluster);
             let probe = Probe::for_cluster(&cluster)?;
-            let spec = WaitSpec {
-                target,
-                sha: &sha,
-                body: &cfg.body,
-                deadline: cfg.wait_deadline,
-                probe_interval: cfg.poll_interval,
-                progress: Progress::for_stderr(),
-            };
+            let spec = WaitSpec::new(&cfg, target, &sha, &cfg.body);
             match wait_for(&cluster, &mut live, &probe, &spec, &mut |_| {}).await {
                 Ok(w) => {
                     print_json(&w.evidence.to_value());
@@ -220,23 +213,10 @@ async fn run(command: Command, cfg: Config) -> Result<ExitCode> {
             } else {
                 Mode::Run
             };
-            let mut runner = Runner::new(Lab::connect(cfg).await?);
-            runner
-                .run_all(
-                    mode,
-                    |s| eprintln!("{}", runner::render_begin(s)),
-                    |r| eprintln!("{}", runner::render(r)),
-                )
-                .await;
-            if mode == Mode::Run {
-                let p = runner
-                    .lab
-                    .write_timeline()
-                    .context("writing the timeline")?;
-                eprintln!("{}\ntimeline: {}", runner.lab.summary(), p.display());
-                runner.lab.write_reports(&runner.results);
-            }
-            let (passed, total) = (runner.passed(), runner.results.len());
+            let mut runner = Runner::new(Lab::connect(cfg).await?, Echo::Cli);
+            runner.run_all(mode).await;
+            runner.finish();
+            let (passed, total) = runner.reporter.tally();
             eprintln!("{passed} passed, {} failed", total - passed);
             Ok(if passed == total {
                 ExitCode::SUCCESS

@@ -3,7 +3,8 @@
 //! per line), exit 2 on usage errors and unreadable files. The state file is only ever read.
 
 use clap::Parser;
-use cnpe_lab::{gate, records};
+use cnpe_lab::records;
+use cnpe_lab::release_gate as gate;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::mpsc;

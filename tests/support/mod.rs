@@ -47,9 +47,9 @@ pub fn evidence_settings(live: bool) -> insta::Settings {
 
 // ---- the real-cluster harness shared by tests/lab.rs and tests/traps.rs
 
+use cnpe_lab::cluster::provision::{self, ClusterChoice, Provisioned};
 use cnpe_lab::config::Config;
-use cnpe_lab::lock::LabLock;
-use cnpe_lab::provision::{self, ClusterChoice, Provisioned};
+use cnpe_lab::lock::{LabLock, LockError};
 
 pub const HOW_TO_GET_A_CLUSTER: &str =
     "run `CNPE_CLUSTER=hermetic cargo test --test lab` (builds and starts our \
@@ -61,28 +61,73 @@ pub fn required() -> bool {
     std::env::var("CNPE_LAB_REQUIRED").is_ok_and(|v| v == "1")
 }
 
+/// Why a real-cluster suite does not run (typed: nothing re-parses a message).
+#[derive(Debug)]
+pub enum NotRun {
+    /// `--list`: nothing runs.
+    Listing,
+    Config(String),
+    Provision(String),
+    /// Another cnpe-lab process holds the evidence directory: always a failure.
+    Locked(LockError),
+    /// No usable cluster (kubeconfig, connection, an API that does not answer).
+    Unreachable(String),
+    /// The cluster answers but the lab's records are missing: the suite was asked for on a
+    /// live cluster before the lab ran, always a failure.
+    LabMissing(String),
+    /// The cluster and the records are there but preparing the fixture failed: a failure.
+    Broken(String),
+}
+
+impl NotRun {
+    /// Whether every trial fails (rather than being ignored).
+    pub fn fails(&self) -> bool {
+        match self {
+            NotRun::Listing => false,
+            NotRun::Locked(_) | NotRun::LabMissing(_) | NotRun::Broken(_) => true,
+            NotRun::Config(_) | NotRun::Provision(_) | NotRun::Unreachable(_) => required(),
+        }
+    }
+
+    pub fn why(&self) -> String {
+        match self {
+            NotRun::Listing => "listing only".into(),
+            NotRun::Config(s)
+            | NotRun::Provision(s)
+            | NotRun::Unreachable(s)
+            | NotRun::LabMissing(s)
+            | NotRun::Broken(s) => s.clone(),
+            NotRun::Locked(e) => e.to_string(),
+        }
+    }
+}
+
 /// Configuration, cluster (CNPE_CLUSTER), lock: everything before the first trial.
 /// Provisioning runs before any async runtime thread reads the environment it sets.
-pub fn prepare(listing: bool) -> (Result<(Config, LabLock), String>, Option<Provisioned>) {
+pub fn prepare(listing: bool) -> (Result<(Config, LabLock), NotRun>, Option<Provisioned>) {
     let cfg = match Config::from_env() {
         Ok(c) => c,
-        Err(e) => return (Err(format!("configuration: {e:#}")), None),
+        Err(e) => return (Err(NotRun::Config(format!("configuration: {e:#}"))), None),
     };
     let choice = match ClusterChoice::from_env() {
         Ok(c) => c,
-        Err(e) => return (Err(format!("{e:#}")), None),
+        Err(e) => return (Err(NotRun::Config(format!("{e:#}"))), None),
     };
     if listing {
-        return (Err("listing only".into()), None);
+        return (Err(NotRun::Listing), None);
     }
     let provisioned = match provision::provision(choice, &cfg.bare_repo) {
         Ok(p) => p,
-        Err(e) => return (Err(format!("CNPE_CLUSTER={choice:?}: {e:#}")), None),
+        Err(e) => {
+            return (
+                Err(NotRun::Provision(format!("CNPE_CLUSTER={choice:?}: {e:#}"))),
+                None,
+            )
+        }
     };
-    // Another cnpe-lab process using the same directories is an error, never an ignore.
     match cnpe_lab::lock::acquire(&cfg.evidence_dir) {
         Ok(lock) => (Ok((cfg, lock)), provisioned),
-        Err(e) => (Err(format!("{e}")), provisioned),
+        Err(e) => (Err(NotRun::Locked(e)), provisioned),
     }
 }
 
@@ -101,7 +146,7 @@ pub struct Suite<T> {
 /// the connected fixture or why there is none, and the NOT RUN banner.
 pub fn start_suite<T>(
     suite: &str,
-    connect: impl FnOnce(&tokio::runtime::Runtime, Config) -> Result<T, String>,
+    connect: impl FnOnce(&tokio::runtime::Runtime, Config) -> Result<T, NotRun>,
 ) -> Suite<T> {
     let mut args = libtest_mimic::Arguments::from_args();
     args.test_threads = Some(1);
@@ -111,12 +156,11 @@ pub fn start_suite<T>(
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let lock_error = matches!(&prepared, Err(e) if e.contains("another cnpe-lab process"));
     let (connected, lock) = match prepared {
         Ok((cfg, lock)) => (connect(&rt, cfg), Some(lock)),
         Err(e) => (Err(e), None),
     };
-    let availability = Availability::new(suite, &connected, lock_error, args.list);
+    let availability = Availability::new(suite, connected.as_ref().err());
     Suite {
         args,
         rt,
@@ -128,31 +172,30 @@ pub fn start_suite<T>(
 }
 
 /// The API server answers within 10 s.
-pub async fn api_answers(cluster: &cnpe_lab::cluster::Cluster) -> Result<(), String> {
+pub async fn api_answers(cluster: &cnpe_lab::cluster::Cluster) -> Result<(), NotRun> {
     match tokio::time::timeout(std::time::Duration::from_secs(10), cluster.version()).await {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(format!(
+        Ok(Err(e)) => Err(NotRun::Unreachable(format!(
             "API server {} does not answer: {e:#}",
             cluster.api_url()
-        )),
-        Err(_) => Err(format!(
+        ))),
+        Err(_) => Err(NotRun::Unreachable(format!(
             "API server {} does not answer within 10s",
             cluster.api_url()
-        )),
+        ))),
     }
 }
 
 // ---- a connected lab cluster after the lab: shared by the traps and the faults
 
+use cnpe_lab::cluster::live::LiveWatch;
+use cnpe_lab::cluster::probe::Probe;
 use cnpe_lab::cluster::Cluster;
-use cnpe_lab::git::{parse_sha, GitOps};
-use cnpe_lab::live::LiveWatch;
-use cnpe_lab::manifests::{to_file_bytes, RELEASE_PATH};
-use cnpe_lab::observer::{wait_for, Progress, WaitError, WaitSpec, Waited};
-use cnpe_lab::probe::Probe;
-use cnpe_lab::records::{self, RecordPaths};
-use cnpe_lab::wait::Target;
-use std::path::PathBuf;
+use cnpe_lab::lab::git::{parse_sha, GitOps};
+use cnpe_lab::lab::manifests::{to_file_bytes, RELEASE_PATH};
+use cnpe_lab::observe::observer::{wait_for, WaitError, WaitSpec, Waited};
+use cnpe_lab::observe::predicates::Target;
+use cnpe_lab::records::{self, Record, RecordPaths};
 use std::time::{Duration, Instant};
 
 pub const RUN_THE_LAB_FIRST: &str =
@@ -170,23 +213,30 @@ pub struct LabCluster {
 
 impl LabCluster {
     /// Connects and reads the lab's records; an error says what is missing.
-    pub async fn connect(cfg: Config) -> Result<Self, String> {
-        let cluster = Cluster::connect(&cfg).await.map_err(|e| format!("{e:#}"))?;
+    pub async fn connect(cfg: Config) -> Result<Self, NotRun> {
+        let unreachable = |e: anyhow::Error| NotRun::Unreachable(format!("{e:#}"));
+        let cluster = Cluster::connect(&cfg).await.map_err(unreachable)?;
         api_answers(&cluster).await?;
         let records = RecordPaths::new(&cfg.evidence_dir);
-        let sha = |p: PathBuf| -> Result<String, String> {
+        let sha = |r: Record| -> Result<String, NotRun> {
+            let p = records.path(r);
             records::read_sha(&p)
-                .map_err(|e| format!("{e:#}"))?
-                .ok_or_else(|| format!("{} is not recorded: {RUN_THE_LAB_FIRST}", p.display()))
+                .map_err(|e| NotRun::Broken(format!("{e:#}")))?
+                .ok_or_else(|| {
+                    NotRun::LabMissing(format!(
+                        "{} is not recorded: {RUN_THE_LAB_FIRST}",
+                        p.display()
+                    ))
+                })
         };
-        let (recovered, bad) = (sha(records.recovered_sha())?, sha(records.bad_sha())?);
-        if !records.recovered_json().exists() {
-            return Err(format!(
+        let (recovered, bad) = (sha(Record::RecoveredSha)?, sha(Record::BadSha)?);
+        if !records.path(Record::RecoveredJson).exists() {
+            return Err(NotRun::LabMissing(format!(
                 "recovered.json is not recorded: {RUN_THE_LAB_FIRST}"
-            ));
+            )));
         }
         Ok(LabCluster {
-            probe: Probe::for_cluster(&cluster).map_err(|e| format!("{e:#}"))?,
+            probe: Probe::for_cluster(&cluster).map_err(unreachable)?,
             live: LiveWatch::start(&cluster),
             cfg,
             cluster,
@@ -212,14 +262,9 @@ impl LabCluster {
         body: &str,
         deadline: Duration,
     ) -> Result<Waited, WaitError> {
-        let spec = WaitSpec {
-            target,
-            sha,
-            body,
-            deadline,
-            probe_interval: self.cfg.poll_interval,
-            progress: Progress::Quiet,
-        };
+        let spec = WaitSpec::new(&self.cfg, target, sha, body)
+            .deadline(deadline)
+            .quiet();
         wait_for(
             &self.cluster,
             &mut self.live,
@@ -345,23 +390,16 @@ impl LabCluster {
 
 /// A real-cluster suite's verdict before its first trial: run, ignore (loudly) or fail.
 pub struct Availability {
+    /// Why not, and whether that fails every trial.
     pub unavailable: Option<(String, bool)>,
 }
 
 impl Availability {
-    /// Prints the banner; `fail` when a cluster was required, a lock is held or the lab's
-    /// records are missing on a live cluster (the suite was asked for).
-    pub fn new<T>(
-        suite: &str,
-        connected: &Result<T, String>,
-        lock_error: bool,
-        listing: bool,
-    ) -> Self {
-        let unavailable = connected.as_ref().err().map(|why| {
-            let lab_missing = why.contains(RUN_THE_LAB_FIRST);
-            (why.clone(), required() || lock_error || lab_missing)
-        });
-        if let (Some((why, fail)), false) = (&unavailable, listing) {
+    /// Prints the NOT RUN banner (not when only listing).
+    pub fn new(suite: &str, not_run: Option<&NotRun>) -> Self {
+        let unavailable = not_run.map(|n| (n.why(), n.fails()));
+        if let (Some((why, fail)), false) = (&unavailable, matches!(not_run, Some(NotRun::Listing)))
+        {
             eprintln!("\n=================== {suite} NOT RUN ===================");
             eprintln!("{why}");
             eprintln!(
@@ -378,17 +416,14 @@ impl Availability {
     }
 
     /// For a trial: `Some` when it must not run (ignored or failed).
-    pub fn verdict(
-        &self,
-        suite: &str,
-    ) -> Option<Result<libtest_mimic::Completion, libtest_mimic::Failed>> {
+    pub fn verdict(&self, suite: &str) -> Option<cnpe_lab::report::Outcome> {
         let (why, fail) = self.unavailable.as_ref()?;
         Some(if *fail {
-            Err(format!("{suite} NOT RUN: {why}").into())
+            cnpe_lab::report::Outcome::Failed(format!("{suite} NOT RUN: {why}"))
         } else {
-            Ok(libtest_mimic::Completion::ignored_with(format!(
+            cnpe_lab::report::Outcome::Ignored(format!(
                 "see {suite} NOT RUN above; {HOW_TO_GET_A_CLUSTER}"
-            )))
+            ))
         })
     }
 }

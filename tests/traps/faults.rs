@@ -7,11 +7,11 @@
 //! is lost or overwritten. (The real binary SIGKILLed in each step and resumed: `kills.rs`.)
 
 use crate::support::LabCluster;
-use cnpe_lab::manifests;
-use cnpe_lab::observer::WaitError;
+use cnpe_lab::lab::manifests;
+use cnpe_lab::observe::observer::WaitError;
+use cnpe_lab::observe::predicates::Target;
 use cnpe_lab::records;
-use cnpe_lab::wait::Target;
-use libtest_mimic::{Completion, Failed};
+use cnpe_lab::report::Outcome;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -393,11 +393,22 @@ impl Drop for Mount {
     }
 }
 
-pub fn full_filesystem() -> Result<Completion, Failed> {
-    let m = match Mount::tmpfs("64k") {
-        Ok(x) => x,
-        Err(why) => return Ok(Completion::ignored_with(why)),
-    };
+/// A trial's result as the reporter takes it.
+fn outcome(r: Result<String, String>) -> Outcome {
+    match r {
+        Ok(s) => Outcome::Passed(s),
+        Err(e) => Outcome::Failed(e),
+    }
+}
+
+pub fn full_filesystem() -> Outcome {
+    match Mount::tmpfs("64k") {
+        Ok(m) => outcome(full_filesystem_on(&m)),
+        Err(why) => Outcome::Ignored(why),
+    }
+}
+
+fn full_filesystem_on(m: &Mount) -> Result<String, String> {
     let dir = m.0.join("cnpe");
     let first = dir.join("baseline.sha");
     records::write_sha(&first, "0123456789abcdef0123456789abcdef01234567")
@@ -409,11 +420,16 @@ pub fn full_filesystem() -> Result<Completion, Failed> {
     let err = records::write_json(&dir.join("failed.json"), &big)
         .expect_err("a full filesystem must fail the write");
     let text = format!("{err:#}");
-    if !text.contains("failed.json") && !text.contains(".failed.json.tmp") {
-        return Err(format!("the error does not name the file: {text}").into());
+    // The record it was writing, by its full path (the temporary file's name alone would not
+    // tell a user which record is missing).
+    let record = dir.join("failed.json").display().to_string();
+    if !text.contains(&format!("(for {record})")) {
+        return Err(format!(
+            "the error does not name the record {record}: {text}"
+        ));
     }
     if !text.contains("No space left") {
-        return Err(format!("the error does not name the fault: {text}").into());
+        return Err(format!("the error does not name the fault: {text}"));
     }
     if dir.join("failed.json").exists() {
         return Err("a partial failed.json was left in place".into());
@@ -424,21 +440,23 @@ pub fn full_filesystem() -> Result<Completion, Failed> {
         .map(|e| e.file_name())
         .collect();
     if leftovers.len() != 1 {
-        return Err(format!("temporary files left behind: {leftovers:?}").into());
+        return Err(format!("temporary files left behind: {leftovers:?}"));
     }
     let kept = records::read_sha(&first).map_err(|e| format!("{e:#}"))?;
     if kept.as_deref() != Some("0123456789abcdef0123456789abcdef01234567") {
         return Err("the earlier record was damaged".into());
     }
-    eprintln!("  full filesystem: {text}");
-    Ok(Completion::Completed)
+    Ok(format!("full filesystem: {text}"))
 }
 
-pub fn read_only_filesystem() -> Result<Completion, Failed> {
-    let m = match Mount::tmpfs("1m") {
-        Ok(x) => x,
-        Err(why) => return Ok(Completion::ignored_with(why)),
-    };
+pub fn read_only_filesystem() -> Outcome {
+    match Mount::tmpfs("1m") {
+        Ok(m) => outcome(read_only_filesystem_on(&m)),
+        Err(why) => Outcome::Ignored(why),
+    }
+}
+
+fn read_only_filesystem_on(m: &Mount) -> Result<String, String> {
     let dir = m.0.join("cnpe");
     let sha = "0123456789abcdef0123456789abcdef01234567";
     records::write_sha(&dir.join("baseline.sha"), sha).map_err(|e| format!("{e:#}"))?;
@@ -447,7 +465,9 @@ pub fn read_only_filesystem() -> Result<Completion, Failed> {
         .expect_err("a read-only filesystem must fail the write");
     let text = format!("{err:#}");
     if !text.contains("Read-only file system") || !text.contains("bad.sha") {
-        return Err(format!("the error does not name the fault and the file: {text}").into());
+        return Err(format!(
+            "the error does not name the fault and the file: {text}"
+        ));
     }
     if records::read_sha(&dir.join("baseline.sha"))
         .map_err(|e| format!("{e:#}"))?
@@ -472,9 +492,7 @@ pub fn read_only_filesystem() -> Result<Completion, Failed> {
         return Err(format!(
             "cnpe-lab run on a read-only evidence dir: exit {:?}, stderr {stderr}",
             out.status.code()
-        )
-        .into());
+        ));
     }
-    eprintln!("  read-only filesystem: {}", stderr.trim());
-    Ok(Completion::Completed)
+    Ok(format!("read-only filesystem: {}", stderr.trim()))
 }

@@ -9,8 +9,9 @@
 
 use crate::support::LabCluster;
 use cnpe_lab::config::Config;
-use cnpe_lab::runner::render_begin;
-use cnpe_lab::step::Step;
+use cnpe_lab::lab::step::Step;
+use cnpe_lab::records::{Keeping, Record};
+use cnpe_lab::report::Reporter;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -118,23 +119,13 @@ fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     files
 }
 
-/// How a file of the evidence directory may change across a resume.
-#[derive(Debug, PartialEq, Eq)]
-enum Kept {
-    /// A record: never rewritten.
-    Identical,
-    /// Appended to only.
-    Prefix,
-    /// A report rebuilt from the records on every run (or the lock file).
-    Regenerated,
-}
-
-fn kept(rel: &str) -> Kept {
-    match rel {
-        "observations.ndjson" => Kept::Prefix,
-        ".cnpe-lab.lock" | "junit.xml" | "junit-lab.xml" | "report.svg" => Kept::Regenerated,
-        _ => Kept::Identical,
-    }
+/// How a file of the evidence directory may change across a resume (a stranger: never).
+fn kept(rel: &str) -> Keeping {
+    Record::of_file(rel).map_or(Keeping::WriteOnce, |r| match r.keeping() {
+        // A numbered file is a record of its run: the killed run's is never touched.
+        Keeping::Numbered => Keeping::WriteOnce,
+        k => k,
+    })
 }
 
 /// Always leaves the tenant gone: its Application, project, namespace and directories.
@@ -157,9 +148,67 @@ pub async fn killed_in(lab: &mut LabCluster, step: Step) -> Result<String, Strin
     Ok(line)
 }
 
+/// The resumed run to its end: (success, stderr, what the concurrent run did). With
+/// `concurrent`, once the resumed run has announced its first step (it holds the lock from
+/// before that line), a second `cnpe-lab run` on the same directories must exit 2 at once
+/// naming the holder's pid; a run that queued on the lock instead is stopped at 30 s.
+async fn resume(t: &Tenant, concurrent: bool) -> Result<(bool, String, String), String> {
+    let mut child = cnpe_lab(t, &["run"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cnpe-lab run (resume): {e}"))?;
+    let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
+    let mut err = Vec::new();
+    let mut refusal = String::new();
+    let work = async {
+        if concurrent {
+            let first = Reporter::begin_line(Step::ALL[0].trial_name());
+            while let Some(l) = lines.next_line().await.map_err(|e| e.to_string())? {
+                let hit = l == first;
+                err.push(l);
+                if hit {
+                    break;
+                }
+            }
+            let started = Instant::now();
+            let second = tokio::time::timeout(
+                Duration::from_secs(30),
+                cnpe_lab(t, &["run"]).stderr(Stdio::piped()).output(),
+            )
+            .await
+            .map_err(|_| {
+                "a concurrent cnpe-lab run queued on the lock instead of being refused (30 s)"
+                    .to_string()
+            })?
+            .map_err(|e| format!("the concurrent cnpe-lab run: {e}"))?;
+            let text = String::from_utf8_lossy(&second.stderr).into_owned();
+            if second.status.code() != Some(2) || !text.contains("another cnpe-lab process (pid") {
+                return Err(format!(
+                    "a concurrent cnpe-lab run was not refused with exit 2 naming the holder: exit {:?}: {text}",
+                    second.status.code()
+                ));
+            }
+            refusal = format!(
+                "; a concurrent run was refused (exit 2) after {} ms",
+                started.elapsed().as_millis()
+            );
+        }
+        while let Some(l) = lines.next_line().await.map_err(|e| e.to_string())? {
+            err.push(l);
+        }
+        Ok::<_, String>(())
+    };
+    tokio::time::timeout(RUN_DEADLINE, work)
+        .await
+        .map_err(|_| format!("the resumed run ran past {RUN_DEADLINE:?}"))??;
+    let status = child.wait().await.map_err(|e| e.to_string())?;
+    Ok((status.success(), err.join("\n"), refusal))
+}
+
 async fn kill_and_resume(t: &Tenant, step: Step) -> Result<String, String> {
     // 1. Run until the step is announced, then SIGKILL at once.
-    let begin = render_begin(step);
+    let begin = Reporter::begin_line(step.trial_name());
     let mut child = cnpe_lab(t, &["run"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -200,9 +249,10 @@ async fn kill_and_resume(t: &Tenant, step: Step) -> Result<String, String> {
     }
     let before = snapshot(&t.evidence);
 
-    // 2. Resume to the end.
+    // 2. Resume to the end. While the resumed run holds the lock, a second run on the same
+    // directory is refused at once, naming the holder (checked once, in step 5's trial).
     let t0 = Instant::now();
-    let (ok, err) = run_to_end(t, &["run"], RUN_DEADLINE).await?;
+    let (ok, err, refusal) = resume(t, step == Step::ObserveOutage).await?;
     let resumed_in = t0.elapsed().as_secs_f64();
     if !ok || !err.lines().any(|l| l == "12 passed, 0 failed") {
         return Err(format!(
@@ -215,10 +265,10 @@ async fn kill_and_resume(t: &Tenant, step: Step) -> Result<String, String> {
     for (rel, old) in &before {
         let new = after.get(rel);
         let fine = match (kept(rel), new) {
-            (Kept::Regenerated, _) => true,
+            (Keeping::Regenerated, _) => true,
             (_, None) => false,
-            (Kept::Identical, Some(n)) => n == old,
-            (Kept::Prefix, Some(n)) => n.starts_with(old),
+            (Keeping::WriteOnce | Keeping::Numbered, Some(n)) => n == old,
+            (Keeping::AppendOnly, Some(n)) => n.starts_with(old),
         };
         if !fine {
             return Err(format!(
@@ -235,23 +285,27 @@ async fn kill_and_resume(t: &Tenant, step: Step) -> Result<String, String> {
             .ok_or("the resumed run wrote no timeline.json")?,
     )
     .map_err(|e| format!("timeline.json: {e}"))?;
-    let detection = timeline["detection_seconds"].as_f64();
-    let floor = cnpe_lab::manifests::PROGRESS_DEADLINE_SECONDS as f64;
-    if let Some(d) = detection {
-        if d < floor {
-            return Err(format!(
-                "after SIGKILL in {step} the outage was 'detected' {d:.1}s after the targetRevision change, \
-                 less than the {floor}s progress deadline: measured from the wrong moment"
-            ));
-        }
+    // Every resumed run ends with the outage recorded: its detection time must be there.
+    let detection = timeline["detection_seconds"].as_f64().ok_or_else(|| {
+        format!("after SIGKILL in {step} the resumed run's timeline.json has no detection_seconds")
+    })?;
+    let floor = cnpe_lab::lab::manifests::PROGRESS_DEADLINE_SECONDS as f64;
+    if detection < floor {
+        return Err(format!(
+            "after SIGKILL in {step} the outage was 'detected' {detection:.1}s after the targetRevision change, \
+             less than the {floor}s progress deadline: measured from the wrong moment"
+        ));
     }
-    let identical = before.keys().filter(|r| kept(r) == Kept::Identical).count();
+    let identical = before
+        .keys()
+        .filter(|r| kept(r) == Keeping::WriteOnce)
+        .count();
     let f = |x: Option<f64>| x.map_or("n/a".into(), |s| format!("{s:.1}s"));
     Ok(format!(
         "SIGKILL in {step} (after {killed_after:.1}s, {} files on disk): resumed 12/12 in {resumed_in:.1}s; \
-         {identical} records byte-identical; outage detected {} and recovered {} after their recorded changes",
+         {identical} records byte-identical; outage detected {detection:.1}s and recovered {} after their recorded \
+         changes{refusal}",
         before.len(),
-        f(detection),
         f(timeline["recovery_seconds"].as_f64()),
     ))
 }

@@ -3,7 +3,14 @@
 //! reads the objects an observation or an explanation needs. It never patches the Deployment.
 //! Every request is counted by a client layer, so the count cannot miss a call site.
 
-use crate::argo::{self, AppProject, Application};
+pub mod argo;
+pub mod kubeconfig;
+pub mod live;
+pub mod probe;
+pub mod provision;
+pub mod safety;
+
+use crate::cluster::argo::{AppProject, Application};
 use crate::config::Config;
 use anyhow::{bail, Context, Result};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
@@ -15,6 +22,34 @@ use kube::Client;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// What one observation read from the cluster (any part may be missing).
+#[derive(Debug, Clone, Default)]
+pub struct LiveState {
+    pub application: Option<Application>,
+    pub deployment: Option<Deployment>,
+    pub slices: Vec<EndpointSlice>,
+}
+
+/// The newest time an event carries (typed: `lastTimestamp`, `eventTime`, `firstTimestamp`,
+/// then its creation), for sorting and display.
+pub fn event_time(e: &Event) -> Option<k8s_openapi::jiff::Timestamp> {
+    e.last_timestamp
+        .as_ref()
+        .map(|t| t.0)
+        .or_else(|| e.event_time.as_ref().map(|t| t.0))
+        .or_else(|| e.first_timestamp.as_ref().map(|t| t.0))
+        .or_else(|| e.metadata.creation_timestamp.as_ref().map(|t| t.0))
+}
+
+/// A request through the API server's service or pod proxy (an HTTP probe, not an API call).
+pub fn is_proxy_path(path: &str) -> bool {
+    let mut parts = path.split('/');
+    // /api/v1/namespaces/NS/(services|pods)/NAME/proxy[/...]
+    parts.nth(5).is_some_and(|p| p == "proxy")
+        && path.starts_with("/api/v1/namespaces/")
+        && (path.contains("/services/") || path.contains("/pods/"))
+}
 
 /// Our field manager for server-side apply.
 pub const FIELD_MANAGER: &str = "cnpe-lab";
@@ -32,19 +67,22 @@ impl Cluster {
     /// in-cluster; errors name the file, never its contents) and applies the safety rule
     /// before any request.
     pub async fn connect(cfg: &Config) -> Result<Self> {
-        let mut kcfg = crate::kubeconfig::load().await?;
+        let mut kcfg = crate::cluster::kubeconfig::load().await?;
         // kube retries 503s with backoff by default; a 503 from the service proxy is evidence
         // (no ready endpoint), and the waits follow watches anyway: every request is made once.
         kcfg.default_retry = false;
         let api_url = kcfg.cluster_url.clone();
-        crate::safety::check_api_server(&api_url, cfg.allow_remote)?;
+        crate::cluster::safety::check_api_server(&api_url, cfg.allow_remote)?;
         let requests = Arc::new(AtomicU64::new(0));
         let counter = requests.clone();
         let client = kube::client::ClientBuilder::try_from(kcfg)
             .context("building the Kubernetes client")?
             .with_layer(&tower::util::MapRequestLayer::new(
                 move |req: http::Request<kube::client::Body>| {
-                    counter.fetch_add(1, Ordering::Relaxed);
+                    // Probes through the service or pod proxy are counted by the probe itself.
+                    if !is_proxy_path(req.uri().path()) {
+                        counter.fetch_add(1, Ordering::Relaxed);
+                    }
                     req
                 },
             ))
@@ -69,9 +107,8 @@ impl Cluster {
         self.api_url.to_string().trim_end_matches('/').to_string()
     }
 
-    /// HTTP requests this client has sent so far: each GET/PATCH, each list, each (re)started
-    /// watch and each probe through the service proxy count once; events streamed over an open
-    /// watch are not requests.
+    /// HTTP requests this client has sent so far, probes apart: each GET/PATCH, each list and
+    /// each (re)started watch count once; events streamed over an open watch are not requests.
     pub fn request_count(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
     }
@@ -259,19 +296,19 @@ impl Cluster {
                 .context("listing Application events")?
                 .items,
         );
-        events.sort_by_key(crate::wait::event_time);
+        events.sort_by_key(event_time);
         Ok(events)
     }
 
     /// The objects one observation needs, by three concurrent GETs (for one-shot reads; waits
-    /// use [`crate::live::LiveWatch`]).
-    pub async fn live_state(&self) -> Result<crate::evidence::LiveState> {
+    /// use [`crate::cluster::live::LiveWatch`]).
+    pub async fn live_state(&self) -> Result<LiveState> {
         let (application, deployment, slices) = tokio::join!(
             self.application(),
             self.deployment(),
             self.endpoint_slices()
         );
-        Ok(crate::evidence::LiveState {
+        Ok(LiveState {
             application: application?,
             deployment: deployment?,
             slices: slices?,

@@ -4,8 +4,8 @@
 //! shaded. Drawn with plotters' SVG backend (no fonts or system libraries needed); pure
 //! ([`render_svg`]) apart from [`write_report`], which reads the records and writes the file.
 
-use crate::observations::{self, Mark, MarkKind, Observation};
-use crate::records::RecordPaths;
+use crate::observe::observations::{self, Mark, MarkKind, Observation};
+use crate::records::{Record, RecordPaths};
 use anyhow::{bail, Context, Result};
 use chrono::{DateTime, FixedOffset};
 use plotters::prelude::*;
@@ -260,10 +260,11 @@ pub fn render_svg(obs: &[Observation], marks: &[Mark]) -> Result<String> {
 
 /// Reads `observations.ndjson` and the records in `evidence_dir` and (re)writes `report.svg`.
 /// The picture is a rendering, not a record: regenerating it is the point.
-pub fn write_report(evidence_dir: &Path) -> Result<PathBuf> {
+/// `progress_deadline_seconds`: the bad release's progressDeadlineSeconds (a mark).
+pub fn write_report(evidence_dir: &Path, progress_deadline_seconds: i64) -> Result<PathBuf> {
     let records = RecordPaths::new(evidence_dir);
-    let obs = observations::read_all(&records.observations())?;
-    let marks = observations::marks(&records, crate::manifests::PROGRESS_DEADLINE_SECONDS as i64)?;
+    let obs = observations::read_all(&records.path(Record::Observations))?;
+    let marks = observations::marks(&records, progress_deadline_seconds)?;
     let svg = render_svg(&obs, &marks)?;
     let path = evidence_dir.join("report.svg");
     std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;

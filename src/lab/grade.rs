@@ -1,9 +1,9 @@
 //! The grader's checks as pure functions of what was read (live objects, records), so each can
 //! be tested off the cluster on realistic objects, failing ones included.
 
-use crate::argo::{AppProject, Application, GroupKind};
+use crate::cluster::argo::{AppProject, Application, GroupKind};
 use crate::config::Config;
-use crate::manifests;
+use crate::lab::manifests;
 use crate::sha::is_full_sha;
 use serde_json::{json, Value};
 
@@ -183,7 +183,7 @@ pub fn counterexample_states(
     base: &serde_json::Map<String, Value>,
 ) -> Vec<(&'static str, &'static str, Value)> {
     let mut out = Vec::new();
-    for field in crate::gate::REQUIRED_FIELDS {
+    for field in crate::release_gate::REQUIRED_FIELDS {
         let Some(good) = base.get(field) else {
             continue;
         };
@@ -202,7 +202,7 @@ pub fn counterexample_states(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::argo::ApplicationStatus;
+    use crate::cluster::argo::ApplicationStatus;
 
     const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
 

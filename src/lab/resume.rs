@@ -3,6 +3,7 @@
 //! prefix of the record sequence, and the plan for every prefix finishes the rest without
 //! redoing (or overwriting) anything that was recorded.
 
+use crate::records::{Record, RecordPaths};
 use serde::{Deserialize, Serialize};
 
 /// What the evidence directory holds, in the order the lab writes it.
@@ -21,20 +22,59 @@ pub struct Recorded {
     pub recovered_json: bool,
 }
 
-/// The record files in write order, for messages and the crash simulation in tests.
-pub const RECORD_ORDER: [&str; 9] = [
-    "baseline.sha",
-    "project.json+application.json",
-    "baseline.json",
-    "bad.sha",
-    "revision-bad.json",
-    "failed.json",
-    "recovered.sha",
-    "revision-recovered.json",
-    "recovered.json",
+/// The records in write order (the wiring is two files written together), for reading what
+/// is recorded, messages and the crash simulation in tests.
+pub const RECORD_ORDER: [&[Record]; 9] = [
+    &[Record::BaselineSha],
+    &[Record::Project, Record::Application],
+    &[Record::BaselineJson],
+    &[Record::BadSha],
+    &[Record::RevisionBad],
+    &[Record::FailedJson],
+    &[Record::RecoveredSha],
+    &[Record::RevisionRecovered],
+    &[Record::RecoveredJson],
 ];
 
+/// "project.json+application.json": one entry of [`RECORD_ORDER`] by name.
+pub fn record_names(group: &[Record]) -> String {
+    group.iter().map(|r| r.file()).collect::<Vec<_>>().join("+")
+}
+
 impl Recorded {
+    /// What the evidence directory holds (a `.sha` record is also checked to hold a SHA).
+    pub fn read(paths: &RecordPaths) -> anyhow::Result<Self> {
+        let mut flags = [false; 9];
+        for (flag, group) in flags.iter_mut().zip(RECORD_ORDER) {
+            let mut all = true;
+            for r in group.iter() {
+                let path = paths.path(*r);
+                let present = if r.file().ends_with(".sha") {
+                    crate::records::read_sha(&path)?.is_some()
+                } else {
+                    path.exists()
+                };
+                all &= present;
+            }
+            *flag = all;
+        }
+        Ok(Self::from_flags(flags))
+    }
+
+    fn from_flags(f: [bool; 9]) -> Self {
+        Recorded {
+            baseline_sha: f[0],
+            wiring: f[1],
+            baseline_json: f[2],
+            bad_sha: f[3],
+            bad_target_set: f[4],
+            failed_json: f[5],
+            recovered_sha: f[6],
+            recovered_target_set: f[7],
+            recovered_json: f[8],
+        }
+    }
+
     fn flags(&self) -> [bool; 9] {
         [
             self.baseline_sha,
@@ -51,18 +91,7 @@ impl Recorded {
 
     /// The first `n` records of [`RECORD_ORDER`] present (a crash after the n-th write).
     pub fn prefix(n: usize) -> Self {
-        let f = |i: usize| i < n;
-        Recorded {
-            baseline_sha: f(0),
-            wiring: f(1),
-            baseline_json: f(2),
-            bad_sha: f(3),
-            bad_target_set: f(4),
-            failed_json: f(5),
-            recovered_sha: f(6),
-            recovered_target_set: f(7),
-            recovered_json: f(8),
-        }
+        Self::from_flags(std::array::from_fn(|i| i < n))
     }
 }
 
@@ -85,8 +114,8 @@ pub struct Plan {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{present} is recorded but {missing} is not: the evidence directory was changed by hand; reset the lab to start over")]
 pub struct Inconsistent {
-    pub present: &'static str,
-    pub missing: &'static str,
+    pub present: String,
+    pub missing: String,
 }
 
 /// Decides what is left to do. Records must form a prefix of [`RECORD_ORDER`], except that
@@ -97,8 +126,8 @@ pub fn plan(r: &Recorded) -> Result<Plan, Inconsistent> {
     if let Some(gap) = flags.iter().position(|f| !f) {
         if let Some(later) = flags[gap..].iter().position(|f| *f) {
             return Err(Inconsistent {
-                present: RECORD_ORDER[gap + later],
-                missing: RECORD_ORDER[gap],
+                present: record_names(RECORD_ORDER[gap + later]),
+                missing: record_names(RECORD_ORDER[gap]),
             });
         }
     }
@@ -116,25 +145,10 @@ pub fn plan(r: &Recorded) -> Result<Plan, Inconsistent> {
     })
 }
 
-/// When targetRevision was first pointed at a release (write-once, so a resumed run measures
-/// detection and recovery from the original change, not from its own re-patch).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RevisionChange {
-    pub role: String,
-    pub sha: String,
-    pub set_at: String,
-}
-
-/// Seconds from a recorded targetRevision change to a recorded observation time (RFC 3339).
-pub fn seconds_between(from: &str, to: &str) -> Option<f64> {
-    let a = chrono::DateTime::parse_from_rfc3339(from).ok()?;
-    let b = chrono::DateTime::parse_from_rfc3339(to).ok()?;
-    Some((b - a).num_milliseconds() as f64 / 1000.0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::records::seconds_between;
 
     /// Replays the rest of a run from a plan: each "do" writes the records it owns.
     fn finish(mut r: Recorded) -> (Recorded, Vec<&'static str>) {
@@ -216,7 +230,10 @@ mod tests {
             ..Default::default()
         };
         let e = plan(&r).unwrap_err();
-        assert_eq!((e.present, e.missing), ("failed.json", "baseline.json"));
+        assert_eq!(
+            (e.present.as_str(), e.missing.as_str()),
+            ("failed.json", "baseline.json")
+        );
         assert!(e
             .to_string()
             .contains("failed.json is recorded but baseline.json is not"));

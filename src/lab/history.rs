@@ -2,8 +2,8 @@
 //! check runs and reports on its own, so one report shows everything that is wrong.
 
 use crate::config::Config;
-use crate::git::{file_at, parse_sha, subtree_id};
-use crate::manifests::{
+use crate::lab::git::{file_at, parse_sha, subtree_id};
+use crate::lab::manifests::{
     self, json_diff, APP_DIR, BAD_READINESS_PATH, READINESS_PATH_POINTER, RELEASE_PATH,
 };
 use anyhow::Result;
@@ -79,7 +79,7 @@ impl Report {
 pub fn release_at(repo: &Repository, oid: Oid) -> Result<Value> {
     let bytes = file_at(repo, oid, RELEASE_PATH)?
         .ok_or_else(|| anyhow::anyhow!("{oid} has no {RELEASE_PATH}"))?;
-    crate::strict_json::parse_value(&bytes)
+    crate::release_gate::strict_json::parse_value(&bytes)
         .map_err(|e| anyhow::anyhow!("{RELEASE_PATH} at {oid}: {e}"))
 }
 

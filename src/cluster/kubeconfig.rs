@@ -119,6 +119,49 @@ async fn load_files(source: &Source, paths: &[PathBuf]) -> Result<Config> {
     Ok(config)
 }
 
+/// For tools that take Argo CD's namespace from the kube context (`argocd --core` reads
+/// `argocd-cm` there, argo-cd#7721): a kubeconfig document that only adds a context like the
+/// current one with `namespace` set and makes it current, and the `KUBECONFIG` value that puts
+/// it in front of the files in use. It names the cluster and user entries of the current
+/// context and copies no credential.
+pub fn with_namespace(source: &Source, namespace: &str) -> Result<(String, std::ffi::OsString)> {
+    let paths = match source {
+        Source::Env(paths) => paths.clone(),
+        Source::Default(p) => vec![p.clone()],
+        Source::InCluster => anyhow::bail!("no kubeconfig file to add a context to (in-cluster)"),
+    };
+    let mut merged = Kubeconfig::default();
+    for path in &paths {
+        let one = Kubeconfig::read_from(path)
+            .map_err(|e| anyhow!("kubeconfig {}: {}", path.display(), file_reason(&e)))?;
+        merged = merged
+            .merge(one)
+            .map_err(|e| anyhow!("{}: {}", source.label(), config_reason(&e)))?;
+    }
+    let current = merged
+        .current_context
+        .clone()
+        .ok_or_else(|| anyhow!("{}: no current-context is set", source.label()))?;
+    let context = merged
+        .contexts
+        .iter()
+        .find(|c| c.name == current)
+        .and_then(|c| c.context.clone())
+        .ok_or_else(|| anyhow!("{}: the current context has no entry", source.label()))?;
+    let name = format!("cnpe-{namespace}");
+    let doc = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": name,
+        "contexts": [{"name": name, "context": {
+            "cluster": context.cluster,
+            "user": context.user,
+            "namespace": namespace,
+        }}],
+    });
+    Ok((doc.to_string(), std::env::join_paths(paths)?))
+}
+
 /// Why one file could not be read as a kubeconfig, with no byte of its content.
 fn file_reason(e: &KubeconfigError) -> String {
     match e {

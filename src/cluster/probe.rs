@@ -3,15 +3,35 @@
 //! at `CNPE_HTTP_URL`. A 503 or a transport error is evidence, not an error.
 
 use crate::cluster::Cluster;
-use crate::evidence::HttpOutcome;
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
+
+/// The outcome of one real HTTP GET of the service.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpOutcome {
+    pub url: String,
+    pub code: Option<u16>,
+    pub body: Option<String>,
+    /// Transport error, when there was no response.
+    pub error: Option<String>,
+}
 
 /// How long one HTTP probe may take before it counts as a transport error.
 pub const HTTP_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The probe of the lab's Service, counting every request it sends (apart from the cluster
+/// client's other requests: the timeline reports both).
 #[derive(Clone)]
-pub enum Probe {
+pub struct Probe {
+    target: ProbeTarget,
+    sent: Arc<AtomicU64>,
+}
+
+#[derive(Clone)]
+enum ProbeTarget {
     /// `GET /api/v1/namespaces/NS/services/NAME:80/proxy/` with the cluster's client.
     ServiceProxy {
         client: kube::Client,
@@ -28,12 +48,12 @@ pub enum Probe {
 impl Probe {
     pub fn for_cluster(cluster: &Cluster) -> Result<Self> {
         let cfg = cluster.config();
-        Ok(match &cfg.http_url {
-            Some(url) => Probe::Direct {
+        let target = match &cfg.http_url {
+            Some(url) => ProbeTarget::Direct {
                 client: reqwest::Client::builder().timeout(HTTP_TIMEOUT).build()?,
                 url: url.clone(),
             },
-            None => Probe::ServiceProxy {
+            None => ProbeTarget::ServiceProxy {
                 client: cluster.client(),
                 api_url: cluster.api_url(),
                 path: format!(
@@ -41,24 +61,34 @@ impl Probe {
                     cfg.namespace, cfg.workload
                 ),
             },
+        };
+        Ok(Probe {
+            target,
+            sent: Arc::new(AtomicU64::new(0)),
         })
+    }
+
+    /// Probes sent so far.
+    pub fn count(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
     }
 
     /// The URL the probe requests (recorded in the evidence).
     pub fn url(&self) -> String {
-        match self {
-            Probe::ServiceProxy { api_url, path, .. } => format!("{api_url}{path}"),
-            Probe::Direct { url, .. } => url.clone(),
+        match &self.target {
+            ProbeTarget::ServiceProxy { api_url, path, .. } => format!("{api_url}{path}"),
+            ProbeTarget::Direct { url, .. } => url.clone(),
         }
     }
 
     pub async fn get(&self) -> HttpOutcome {
         let url = self.url();
-        let result = match self {
-            Probe::ServiceProxy { client, path, .. } => {
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        let result = match &self.target {
+            ProbeTarget::ServiceProxy { client, path, .. } => {
                 tokio::time::timeout(HTTP_TIMEOUT, proxy_get(client, path)).await
             }
-            Probe::Direct { client, url } => {
+            ProbeTarget::Direct { client, url } => {
                 tokio::time::timeout(HTTP_TIMEOUT, direct_get(client, url)).await
             }
         };

@@ -2,20 +2,10 @@
 //! the live API objects and one real HTTP result. Every field is always present; unknown values
 //! are `null`; Deployment counters the API omits when zero are reported as integer 0.
 
-use crate::argo::Application;
-use k8s_openapi::api::apps::v1::Deployment;
+pub use crate::cluster::probe::HttpOutcome;
+pub use crate::cluster::LiveState;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde::{Deserialize, Serialize};
-
-/// The outcome of one real HTTP GET of the service.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HttpOutcome {
-    pub url: String,
-    pub code: Option<u16>,
-    pub body: Option<String>,
-    /// Transport error, when there was no response.
-    pub error: Option<String>,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Condition {
@@ -53,14 +43,6 @@ pub struct Evidence {
     pub http_code: Option<u16>,
     pub http_body: Option<String>,
     pub http_error: Option<String>,
-}
-
-/// What one observation read from the cluster (any part may be missing).
-#[derive(Debug, Clone, Default)]
-pub struct LiveState {
-    pub application: Option<Application>,
-    pub deployment: Option<Deployment>,
-    pub slices: Vec<EndpointSlice>,
 }
 
 /// Names of the observed objects (from the configuration).

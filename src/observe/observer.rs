@@ -1,13 +1,15 @@
-//! Waiting on live state: evaluate the pure predicates at every watch event, probe HTTP only
-//! while the Kubernetes part of the goal holds (and again every probe interval while it
-//! does), until the goal holds or the deadline passes. It only reads: waiting never deploys or
+//! Waiting on live state: evaluate the pure predicates at every watch event and probe HTTP at
+//! the probe interval (and at once when the Kubernetes part of the goal starts to hold), until
+//! the goal holds or the deadline passes. It only reads: waiting never deploys or
 //! repairs anything.
 
+use crate::cluster::live::LiveWatch;
+use crate::cluster::probe::Probe;
 use crate::cluster::Cluster;
-use crate::evidence::{self, Evidence, HttpOutcome, Subject};
-use crate::live::LiveWatch;
-use crate::probe::Probe;
-use crate::wait::{self, Target, Unmet};
+use crate::config::Config;
+use crate::observe::evidence::{self, Evidence, HttpOutcome, Subject};
+use crate::observe::explain;
+use crate::observe::predicates::{self, Target, Unmet};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -90,9 +92,54 @@ pub struct WaitSpec<'a> {
     pub sha: &'a str,
     pub body: &'a str,
     pub deadline: Duration,
-    /// Re-probe interval while the Kubernetes part holds but HTTP does not yet.
+    /// HTTP is probed at this interval during the whole wait.
     pub probe_interval: Duration,
     pub progress: Progress,
+}
+
+impl<'a> WaitSpec<'a> {
+    /// A wait with the configured deadline and probe interval, showing progress on stderr.
+    pub fn new(cfg: &Config, target: Target, sha: &'a str, body: &'a str) -> Self {
+        WaitSpec {
+            target,
+            sha,
+            body,
+            deadline: cfg.wait_deadline,
+            probe_interval: cfg.probe_interval,
+            progress: Progress::for_stderr(),
+        }
+    }
+
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    pub fn quiet(mut self) -> Self {
+        self.progress = Progress::Quiet;
+        self
+    }
+}
+
+/// One observation of the live state: from the run's watches when they run (no extra
+/// requests), else by concurrent GETs; and one real probe. The one "observe once" of the
+/// lab, the traps and `cnpe-lab observe`.
+pub async fn observe_once(
+    cluster: &Cluster,
+    live: Option<&LiveWatch>,
+    probe: &Probe,
+) -> anyhow::Result<Evidence> {
+    let state = match live {
+        Some(live) => live.snapshot(),
+        None => cluster.live_state().await?,
+    };
+    let http = probe.get().await;
+    Ok(evidence::derive(
+        &Subject::from_config(cluster.config()),
+        &state,
+        &http,
+        chrono::Utc::now(),
+    ))
 }
 
 /// The `http_error` of evidence for which the wait made no probe.
@@ -103,9 +150,7 @@ fn not_probed(url: String) -> HttpOutcome {
         url,
         code: None,
         body: None,
-        error: Some(format!(
-            "{NOT_PROBED}: the Kubernetes part of the goal does not hold yet"
-        )),
+        error: Some(format!("{NOT_PROBED} yet")),
     }
 }
 
@@ -146,24 +191,25 @@ pub async fn wait_for(
             .map(|(_, h)| h.clone())
             .unwrap_or_else(placeholder);
         let mut ev = evidence::derive(&subject, &state, &http, chrono::Utc::now());
-        let mut unmet = wait::unmet(spec.target, &ev, spec.sha, spec.body);
+        let mut unmet = predicates::unmet(spec.target, &ev, spec.sha, spec.body);
         let kube_holds = unmet.iter().all(is_http);
         if kube_holds {
             kube_met_at.get_or_insert_with(Instant::now);
-            let stale = last_probe
-                .as_ref()
-                .is_none_or(|(t, _)| t.elapsed() >= spec.probe_interval || Some(*t) < kube_met_at);
-            if stale {
-                let h = probe.get().await;
-                probes += 1;
-                last_probe = Some((Instant::now(), h.clone()));
-                ev = evidence::derive(&subject, &state, &h, chrono::Utc::now());
-                unmet = wait::unmet(spec.target, &ev, spec.sha, spec.body);
-            }
         } else {
             kube_met_at = None;
-            // HTTP from before the Kubernetes part held says nothing about the goal.
-            last_probe = None;
+        }
+        // HTTP is probed at the probe interval during the whole wait (so the record shows
+        // what users got), and at once when the Kubernetes part starts to hold: an answer from
+        // before that says nothing about the goal.
+        let due = last_probe.as_ref().is_none_or(|(t, _)| {
+            t.elapsed() >= spec.probe_interval || kube_met_at.is_some_and(|k| *t < k)
+        });
+        if due {
+            let h = probe.get().await;
+            probes += 1;
+            last_probe = Some((Instant::now(), h.clone()));
+            ev = evidence::derive(&subject, &state, &h, chrono::Utc::now());
+            unmet = predicates::unmet(spec.target, &ev, spec.sha, spec.body);
         }
         if ev.ready_endpoints == 0 {
             zero_endpoints_since.get_or_insert_with(Instant::now);
@@ -206,14 +252,14 @@ pub async fn wait_for(
             if spec.progress == Progress::Terminal {
                 eprintln!();
             }
-            let context = crate::observer::context(
+            let context = crate::observe::observer::context(
                 cluster,
                 live,
                 zero_endpoints_since.map(|t| t.elapsed()),
                 &flips,
             )
             .await;
-            let explanation = wait::explain(spec.target, spec.sha, &unmet, &ev, &context);
+            let explanation = explain::explain(spec.target, spec.sha, &unmet, &ev, &context);
             return Err(WaitError::Timeout {
                 target: name,
                 sha: spec.sha.into(),
@@ -223,12 +269,15 @@ pub async fn wait_for(
                 explanation,
             });
         }
-        // Sleep until the next watch event; while only HTTP is unmet, re-probe on an interval.
-        let nap = if kube_holds {
-            spec.probe_interval.min(left)
-        } else {
-            left
-        };
+        // Sleep until the next watch event or the next probe, whichever comes first.
+        let since_probe = last_probe
+            .as_ref()
+            .map_or(Duration::ZERO, |(t, _)| t.elapsed());
+        let nap = spec
+            .probe_interval
+            .saturating_sub(since_probe)
+            .max(Duration::from_millis(1))
+            .min(left);
         if live.changed(nap).await {
             events += 1;
         }
@@ -243,7 +292,7 @@ fn track_flips(
     start: Instant,
     spec: &WaitSpec<'_>,
 ) {
-    let now: BTreeMap<&'static str, String> = wait::tracked_values(ev).into_iter().collect();
+    let now: BTreeMap<&'static str, String> = predicates::tracked_values(ev).into_iter().collect();
     let at_seconds = start.elapsed().as_secs_f64();
     for (what, value) in &now {
         match found.get(what) {
@@ -281,7 +330,7 @@ pub async fn context(
     live: &LiveWatch,
     zero_endpoints_for: Option<Duration>,
     flips: &[Flip],
-) -> wait::Context {
+) -> explain::Context {
     let (pods, events, replica_sets, slices) = tokio::join!(
         cluster.pods(),
         cluster.events(),
@@ -303,11 +352,11 @@ pub async fn context(
         vec![]
     });
     let listed_ready_endpoints = slices
-        .map(|s| crate::evidence::ready_endpoints(&s))
+        .map(|s| crate::observe::evidence::ready_endpoints(&s))
         .map_err(|e| keep("endpointslices", e))
         .ok();
     let state = live.snapshot();
-    wait::Context {
+    explain::Context {
         application: state.application,
         deployment: state.deployment,
         pods,

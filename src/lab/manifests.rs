@@ -1,8 +1,8 @@
 //! Builders for everything the lab writes: `app/release.json` (a v1 List of the Deployment and
 //! Service), `project.json` and `application.json`. Built from typed structs (k8s-openapi and
-//! [`crate::argo`]), never from hand-written JSON text.
+//! [`crate::cluster::argo`]), never from hand-written JSON text.
 
-use crate::argo::{
+use crate::cluster::argo::{
     self, AppProject, AppProjectSpec, Application, ApplicationSpec, Automated, Destination,
     GroupKind, Source, SyncPolicy,
 };

@@ -2,9 +2,8 @@
 //! object per line, a rerun appends), and the moments the picture marks, read back from the
 //! lab's write-once records.
 
-use crate::evidence::Evidence;
-use crate::records::RecordPaths;
-use crate::resume::RevisionChange;
+use crate::observe::evidence::Evidence;
+use crate::records::{Record, RecordPaths, RevisionChange};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -46,7 +45,7 @@ impl From<&Evidence> for Observation {
             http_probed: !ev
                 .http_error
                 .as_deref()
-                .is_some_and(|e| e.starts_with(crate::observer::NOT_PROBED)),
+                .is_some_and(|e| e.starts_with(crate::observe::observer::NOT_PROBED)),
             progress_deadline_exceeded: ev.progress_deadline_exceeded,
         }
     }
@@ -58,6 +57,85 @@ impl Observation {
         self.sync.as_deref() == Some("Synced")
             && (self.ready_endpoints == 0 || self.http_code != Some(200))
     }
+}
+
+/// The lie window of a bad release, as numbers: how long Argo CD said Synced (and, apart,
+/// Healthy) at the bad SHA while the service did not serve (0 ready endpoints, or a probe that
+/// did not answer 200), when serving stopped and when Argo CD said Degraded, in seconds after
+/// the recorded targetRevision change.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LieWindow {
+    pub bad_sha: String,
+    pub synced_not_serving_seconds: f64,
+    pub healthy_not_serving_seconds: f64,
+    pub serving_stopped_after_seconds: Option<f64>,
+    pub degraded_after_seconds: Option<f64>,
+}
+
+impl Observation {
+    /// Not serving: no ready endpoint, or a probe that did not get 200.
+    pub fn not_serving(&self) -> bool {
+        self.ready_endpoints == 0 || (self.http_probed && self.http_code != Some(200))
+    }
+
+    fn at_sha(&self, sha: &str) -> bool {
+        self.observed_revision.as_deref() == Some(sha)
+    }
+}
+
+/// The lie window (pure): each observation holds until the next one; only observations from
+/// the bad change (`from`) until the next change (`until`, when there was one) count, and the
+/// last of them holds until `until`.
+pub fn lie_window(
+    observations: &[Observation],
+    bad_sha: &str,
+    from: &str,
+    until: Option<&str>,
+) -> Option<LieWindow> {
+    use chrono::DateTime;
+    let t0 = DateTime::parse_from_rfc3339(from).ok()?;
+    let end = until.and_then(|u| DateTime::parse_from_rfc3339(u).ok());
+    let mut timed: Vec<(f64, &Observation)> = observations
+        .iter()
+        .filter_map(|o| {
+            let t = DateTime::parse_from_rfc3339(&o.at).ok()?;
+            let in_range = t >= t0 && end.is_none_or(|e| t < e);
+            in_range.then(|| ((t - t0).num_milliseconds() as f64 / 1000.0, o))
+        })
+        .collect();
+    timed.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let end_s = end.map(|e| (e - t0).num_milliseconds() as f64 / 1000.0);
+    let mut w = LieWindow {
+        bad_sha: bad_sha.to_string(),
+        synced_not_serving_seconds: 0.0,
+        healthy_not_serving_seconds: 0.0,
+        serving_stopped_after_seconds: None,
+        degraded_after_seconds: None,
+    };
+    for (i, (t, o)) in timed.iter().enumerate() {
+        let next = timed.get(i + 1).map(|(n, _)| *n).or(end_s).unwrap_or(*t);
+        let dt = (next - t).max(0.0);
+        let lying = o.at_sha(bad_sha) && o.not_serving();
+        if lying && o.sync.as_deref() == Some("Synced") {
+            w.synced_not_serving_seconds += dt;
+            if o.health.as_deref() == Some("Healthy") {
+                w.healthy_not_serving_seconds += dt;
+            }
+        }
+        if o.not_serving() && w.serving_stopped_after_seconds.is_none() {
+            w.serving_stopped_after_seconds = Some(*t);
+        }
+        if o.at_sha(bad_sha)
+            && o.health.as_deref() == Some("Degraded")
+            && w.degraded_after_seconds.is_none()
+        {
+            w.degraded_after_seconds = Some(*t);
+        }
+    }
+    let round = |x: f64| (x * 1000.0).round() / 1000.0;
+    w.synced_not_serving_seconds = round(w.synced_not_serving_seconds);
+    w.healthy_not_serving_seconds = round(w.healthy_not_serving_seconds);
+    Some(w)
 }
 
 /// Appends one line with O_APPEND in a single write, so concurrent appends never interleave
@@ -131,7 +209,10 @@ fn observed_at(path: &Path) -> Result<Option<String>> {
 /// The marks, from the write-once records (so a resumed run shows the original change).
 pub fn marks(records: &RecordPaths, progress_deadline_seconds: i64) -> Result<Vec<Mark>> {
     let mut out = Vec::new();
-    for path in [records.revision_bad(), records.revision_recovered()] {
+    for path in [
+        records.path(Record::RevisionBad),
+        records.path(Record::RevisionRecovered),
+    ] {
         let Some(v) = crate::records::read_json(&path)? else {
             continue;
         };
@@ -153,14 +234,14 @@ pub fn marks(records: &RecordPaths, progress_deadline_seconds: i64) -> Result<Ve
             }
         }
     }
-    if let Some(at) = observed_at(&records.failed_json())? {
+    if let Some(at) = observed_at(&records.path(Record::FailedJson))? {
         out.push(Mark {
             kind: MarkKind::OutageDetected,
             at,
             label: "outage detected".into(),
         });
     }
-    if let Some(at) = observed_at(&records.recovered_json())? {
+    if let Some(at) = observed_at(&records.path(Record::RecoveredJson))? {
         out.push(Mark {
             kind: MarkKind::Recovered,
             at,
@@ -221,6 +302,37 @@ mod tests {
     }
 
     #[test]
+    fn the_lie_window_counts_synced_at_the_bad_sha_while_not_serving() {
+        let bad = "b".repeat(40);
+        let good = "a".repeat(40);
+        let at = |s: u32| format!("2026-12-03T07:00:{s:02}.000Z");
+        let o = |s: u32, sync: &str, health: &str, rev: &str, endpoints: i64, code: Option<u16>| {
+            let mut x = obs(&at(s), sync, endpoints, code);
+            x.health = Some(health.into());
+            x.observed_revision = Some(rev.into());
+            x
+        };
+        let timeline = vec![
+            o(0, "Synced", "Healthy", &good, 1, Some(200)), // before the change: not counted
+            o(2, "OutOfSync", "Healthy", &good, 1, Some(200)),
+            o(3, "Synced", "Healthy", &bad, 0, Some(503)), // stale Healthy, nothing serves
+            o(5, "Synced", "Progressing", &bad, 0, Some(503)),
+            o(22, "Synced", "Degraded", &bad, 0, Some(503)),
+            o(40, "Synced", "Healthy", &good, 1, Some(200)), // after the revert: not counted
+        ];
+        let w = lie_window(&timeline, &bad, &at(1), Some(&at(30))).unwrap();
+        assert_eq!(w.synced_not_serving_seconds, 27.0); // 3..30
+        assert_eq!(w.healthy_not_serving_seconds, 2.0); // 3..5
+        assert_eq!(w.serving_stopped_after_seconds, Some(2.0));
+        assert_eq!(w.degraded_after_seconds, Some(21.0));
+        // A probe that did not run says nothing: endpoints decide.
+        let mut unprobed = o(3, "Synced", "Healthy", &bad, 1, None);
+        unprobed.http_probed = false;
+        let quiet = lie_window(&[unprobed], &bad, &at(1), Some(&at(4))).unwrap();
+        assert_eq!(quiet.synced_not_serving_seconds, 0.0);
+    }
+
+    #[test]
     fn marks_come_from_the_records_in_time_order() {
         let dir = tempfile::tempdir().unwrap();
         let r = RecordPaths::new(dir.path());
@@ -228,17 +340,17 @@ mod tests {
         let change =
             |role: &str, at: &str| serde_json::json!({"role": role, "sha": sha, "set_at": at});
         crate::records::write_json(
-            &r.revision_bad(),
+            &r.path(Record::RevisionBad),
             &change("bad", "2026-12-03T07:00:00.000Z"),
         )
         .unwrap();
         crate::records::write_json(
-            &r.failed_json(),
+            &r.path(Record::FailedJson),
             &serde_json::json!({"observed_at": "2026-12-03T07:00:22.000Z"}),
         )
         .unwrap();
         crate::records::write_json(
-            &r.revision_recovered(),
+            &r.path(Record::RevisionRecovered),
             &change("recovered", "2026-12-03T07:00:30.000Z"),
         )
         .unwrap();

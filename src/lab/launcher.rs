@@ -1,6 +1,6 @@
 //! Step 8's deliverable where the lab's grader looks for it: `<evidence dir>/release-gate.py`.
 //!
-//! There is ONE gate, the compiled Rust one ([`crate::gate`], `src/bin/release-gate.rs`). The
+//! There is ONE gate, the compiled Rust one ([`crate::release_gate`], `src/bin/release-gate.rs`). The
 //! installed Python file is only a launcher: it hands its three arguments, unchanged, to a copy of
 //! that binary at `<evidence dir>/bin/release-gate` and exits with its status. It interprets
 //! nothing, so there is no second implementation of the contract to drift from the first.

@@ -6,9 +6,11 @@
 //! verdict also records which fields were evaluated, so a gate that evaluated nothing can never
 //! approve (see [`Verdict::approved`]).
 
-use crate::strict_json::{self, type_name, JsonInputError};
+pub mod strict_json;
+
 use serde::Serialize;
 use serde_json::{Map, Value};
+use strict_json::{type_name, JsonInputError};
 
 /// The fields the contract reads, in report order. Every other field is ignored.
 pub const REQUIRED_FIELDS: [&str; 13] = [

@@ -3,15 +3,13 @@
 //! list and one watch request per object kind (plus a re-watch when the server ends a watch),
 //! instead of three GETs per poll, and it wakes a waiter the moment an event arrives.
 
-use crate::argo::Application;
-use crate::cluster::Cluster;
-use crate::evidence::LiveState;
-use backon::BackoffBuilder;
+use crate::cluster::argo::Application;
+use crate::cluster::{Cluster, LiveState};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::utils::{Backoff, ResetTimerBackoff};
+use kube::runtime::utils::ResetTimerBackoff;
 use kube::runtime::{watcher, WatchStreamExt};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,39 +19,16 @@ use tokio::task::JoinHandle;
 /// The longest pause between two attempts of a failing watch.
 pub const RETRY_CAP: Duration = Duration::from_secs(2);
 
-/// Exponential from 200 ms to [`RETRY_CAP`] with jitter (kube-runtime keeps its own
-/// constructor private, so the same backon builder is wrapped here).
-struct CappedBackoff {
-    builder: backon::ExponentialBuilder,
-    inner: backon::ExponentialBackoff,
-}
-
-impl CappedBackoff {
-    fn new() -> Self {
-        let builder = backon::ExponentialBuilder::default()
-            .with_min_delay(Duration::from_millis(200))
-            .with_max_delay(RETRY_CAP)
-            .with_factor(2.0)
-            .with_jitter()
-            .without_max_times();
-        Self {
-            inner: builder.build(),
-            builder,
-        }
-    }
-}
-
-impl Iterator for CappedBackoff {
-    type Item = Duration;
-    fn next(&mut self) -> Option<Duration> {
-        self.inner.next()
-    }
-}
-
-impl Backoff for CappedBackoff {
-    fn reset(&mut self) {
-        self.inner = self.builder.build();
-    }
+/// Exponential from 200 ms to [`RETRY_CAP`] with jitter: kube-runtime's own
+/// [`watcher::ExponentialBackoff`], configured through its public `From<ExponentialBuilder>`.
+fn capped_backoff() -> watcher::ExponentialBackoff {
+    backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(200))
+        .with_max_delay(RETRY_CAP)
+        .with_factor(2.0)
+        .with_jitter()
+        .without_max_times()
+        .into()
 }
 
 /// The newest watch error, kept so a wait that times out can name it.
@@ -102,7 +77,7 @@ where
     // waiter's own deadline; the waiter reports the last error if it never recovers. Capped at
     // RETRY_CAP, not kube's default 30 s: a wait must see the server back within seconds, and
     // three watches retrying every 2 s cost nothing.
-    let backoff = ResetTimerBackoff::new(CappedBackoff::new(), Duration::from_secs(60));
+    let backoff = ResetTimerBackoff::new(capped_backoff(), Duration::from_secs(60));
     let stream = reflector::reflector(writer, watcher(api, cfg).backoff(backoff));
     let task = tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
@@ -174,8 +149,30 @@ impl LiveWatch {
         if tokio::time::timeout(deadline, all).await.is_ok() {
             return Ok(());
         }
+        // Which watches have not listed yet: a ready store answers at once.
+        let now = Duration::ZERO;
+        let mut missing = Vec::new();
+        if tokio::time::timeout(now, self.application.wait_until_ready())
+            .await
+            .is_err()
+        {
+            missing.push("Application");
+        }
+        if tokio::time::timeout(now, self.deployment.wait_until_ready())
+            .await
+            .is_err()
+        {
+            missing.push("Deployment");
+        }
+        if tokio::time::timeout(now, self.slices.wait_until_ready())
+            .await
+            .is_err()
+        {
+            missing.push("EndpointSlice");
+        }
         anyhow::bail!(
-            "the watches did not list within {deadline:?}{}",
+            "the {} watch(es) did not list within {deadline:?}{}",
+            missing.join(", "),
             self.last_error()
                 .map(|e| format!("; last error ({}): {}", e.kind, e.message))
                 .unwrap_or_default()
