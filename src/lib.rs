@@ -22,4 +22,5 @@ pub mod observe;
 pub mod records;
 pub mod release_gate;
 pub mod report;
+pub mod serving;
 pub mod sha;

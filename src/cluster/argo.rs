@@ -83,7 +83,11 @@ pub struct Application {
 #[serde(rename_all = "camelCase")]
 pub struct ApplicationSpec {
     pub project: String,
+    /// Absent on a multi-source Application (`sources`); the lab always sets it.
+    #[serde(default)]
     pub source: Source,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sources: Option<Vec<Source>>,
     pub destination: Destination,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync_policy: Option<SyncPolicy>,
@@ -130,6 +134,29 @@ pub struct ApplicationStatus {
     pub conditions: Option<Vec<AppCondition>>,
     #[serde(default)]
     pub reconciled_at: Option<String>,
+    /// The resources Argo CD manages for this Application (what the gate checks).
+    #[serde(default)]
+    pub resources: Option<Vec<ResourceStatus>>,
+}
+
+/// One managed resource in `status.resources`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceStatus {
+    #[serde(default)]
+    pub group: Option<String>,
+    #[serde(default)]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub hook: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -163,6 +190,23 @@ pub struct OperationState {
     pub finished_at: Option<String>,
     #[serde(default)]
     pub sync_result: Option<SyncResult>,
+    /// The operation this state reports on (what was asked for).
+    #[serde(default)]
+    pub operation: Option<Operation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Operation {
+    #[serde(default)]
+    pub sync: Option<SyncOperation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SyncOperation {
+    #[serde(default)]
+    pub revision: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -245,6 +245,7 @@ pub fn application(cfg: &Config, target_revision: &str) -> Application {
                 path: Some(APP_DIR.into()),
                 target_revision: Some(target_revision.into()),
             },
+            sources: None,
             destination: Destination {
                 server: Some(cfg.destination_server.clone()),
                 name: None,
