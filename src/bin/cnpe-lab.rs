@@ -8,6 +8,9 @@
 //!   cnpe-lab report                       render report.svg again from the records
 //!   cnpe-lab steps                        list the steps and checks
 //!   cnpe-lab reset --yes                  delete the lab's Application, namespace and directories
+//!   cnpe-lab gate --app NAME --sha SHA --expect-body TEXT ...
+//!                                         approve an Argo CD Application only when every
+//!                                         endpoint serves the expected revision (exit 0/1/2)
 //!
 //! JSON goes to stdout, diagnostics to stderr. Exit 0 success, 1 failure, 2 usage error or
 //! another cnpe-lab process holding the evidence directory.
@@ -68,12 +71,77 @@ enum Command {
     Report,
     /// List the lab's steps and grading checks.
     Steps,
+    /// Approve any Argo CD Application only when, at one instant, Argo CD is at the SHA and
+    /// fresh, every workload runs only the new revision and every ready or serving endpoint
+    /// answers 2xx with the expected content. Exit 0 approved, 1 rejected, 2 usage errors, an
+    /// unusable kubeconfig or an Application that does not exist.
+    Gate(GateArgs),
     /// Delete the lab's Application, AppProject, namespace, evidence, working copy and bare repo.
     Reset {
         /// Required: this deletes the lab's records and Git history.
         #[arg(long)]
         yes: bool,
     },
+}
+
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("apps").required(true).args(["app", "selector"])))]
+#[command(group(clap::ArgGroup::new("revision").required(true).args(["sha", "sha_from_target", "sha_from_operation"])))]
+#[command(group(clap::ArgGroup::new("expect").required(true).args(["expect_body", "expect_contains", "expect_json"])))]
+struct GateArgs {
+    /// An Application in Argo CD's namespace (CNPE_ARGOCD_NAMESPACE); repeat for several.
+    #[arg(long, value_name = "NAME")]
+    app: Vec<String>,
+    /// Every Application with this label (LABEL=VALUE).
+    #[arg(long, value_name = "LABEL=VALUE")]
+    selector: Option<String>,
+    /// The full 40-hex SHA every Application must be at.
+    #[arg(long, value_name = "FULL_SHA")]
+    sha: Option<String>,
+    /// Each Application's SHA is its spec.source.targetRevision (must be a full SHA).
+    #[arg(long)]
+    sha_from_target: bool,
+    /// Each Application's SHA is the revision of its current sync operation (a PostSync hook).
+    #[arg(long)]
+    sha_from_operation: bool,
+    /// Every endpoint answers exactly this body (`{sha}` stands for the SHA).
+    #[arg(long, value_name = "TEXT")]
+    expect_body: Option<String>,
+    /// Every endpoint's body contains this text (`{sha}` stands for the SHA).
+    #[arg(long, value_name = "TEXT")]
+    expect_contains: Option<String>,
+    /// Every endpoint answers JSON with VALUE at the RFC 6901 POINTER (`{sha}` stands for the SHA).
+    #[arg(long, value_name = "POINTER=VALUE")]
+    expect_json: Option<String>,
+    /// The HTTP path probed on every endpoint.
+    #[arg(long, default_value = "/")]
+    path: String,
+    /// Seconds before a release that is not approved is rejected (the gate's own deadline).
+    #[arg(long, default_value_t = 120)]
+    timeout: u64,
+    /// Decide on one snapshot (one probe of each endpoint) instead of waiting.
+    #[arg(long)]
+    once: bool,
+    /// Also write the verdict JSON to FILE (refused if FILE exists: a verdict is a record).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write the figures as OpenMetrics text to FILE (replaced atomically: a textfile gauge).
+    #[arg(long, value_name = "FILE")]
+    metrics: Option<PathBuf>,
+    /// At most this many probes in flight.
+    #[arg(long, default_value_t = 16)]
+    probe_concurrency: usize,
+    /// How endpoints are reached: directly (inside the cluster), through the API server's pod
+    /// proxy, or auto (direct with an in-cluster configuration, else the pod proxy).
+    #[arg(long, value_enum, default_value = "auto")]
+    probe: ProbeArg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ProbeArg {
+    Auto,
+    Direct,
+    Proxy,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -95,6 +163,11 @@ fn main() -> ExitCode {
     if let Command::Wait { sha, .. } | Command::Render { sha, .. } = &cli.command {
         if !sha::is_full_sha(sha) {
             return usage(format!("{sha:?} is not a full 40-hex lowercase SHA"));
+        }
+    }
+    if let Command::Gate(g) = &cli.command {
+        if let Err(e) = gate_usage(g) {
+            return usage(e);
         }
     }
     // Commands that change lab state hold the evidence directory's lock for their lifetime.
@@ -224,6 +297,7 @@ async fn run(command: Command, cfg: Config) -> Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
+        Command::Gate(g) => gate(g, cfg).await,
         Command::Reset { yes } => {
             if !yes {
                 eprintln!(
@@ -275,4 +349,124 @@ fn remove_dir(dir: &std::path::Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e).with_context(|| format!("removing {}", dir.display())),
     }
+}
+
+/// Usage checks of `gate` that need no cluster (exit 2).
+fn gate_usage(g: &GateArgs) -> std::result::Result<(), String> {
+    if let Some(s) = &g.sha {
+        if !sha::is_full_sha(s) {
+            return Err(format!("--sha {s:?} is not a full 40-hex lowercase SHA"));
+        }
+    }
+    if let Some(sel) = &g.selector {
+        if !sel.contains('=') || sel.starts_with('=') {
+            return Err(format!("--selector {sel:?}: use LABEL=VALUE"));
+        }
+    }
+    if g.timeout == 0 {
+        return Err("--timeout must be at least 1 second".into());
+    }
+    if g.probe_concurrency == 0 {
+        return Err("--probe-concurrency must be at least 1".into());
+    }
+    if !g.path.starts_with('/') {
+        return Err(format!("--path {:?} must start with /", g.path));
+    }
+    if let Some(f) = &g.json {
+        if f.exists() {
+            return Err(format!(
+                "--json {}: the file exists; a verdict never replaces a file",
+                f.display()
+            ));
+        }
+    }
+    // The expectation's own checks (with a placeholder SHA; `{sha}` is filled in per app).
+    cnpe_lab::serving::expect::Expect::from_flags(
+        g.expect_body.as_deref(),
+        g.expect_contains.as_deref(),
+        g.expect_json.as_deref(),
+        "0000000000000000000000000000000000000000",
+    )
+    .map(|_| ())
+    .map_err(|e| e.to_string())
+}
+
+async fn gate(g: GateArgs, cfg: Config) -> Result<ExitCode> {
+    use cnpe_lab::serving::run::{self, GateError, Options, ProbeChoice, ShaSource};
+    use cnpe_lab::serving::watch::AppFilter;
+    let cluster = match Cluster::connect(&cfg).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("cnpe-lab gate: {e:#}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let opts = Options {
+        apps: match g.selector {
+            Some(s) => AppFilter::Selector(s),
+            None => AppFilter::Names(g.app),
+        },
+        sha: match (g.sha, g.sha_from_target) {
+            (Some(s), _) => ShaSource::Given(s),
+            (None, true) => ShaSource::FromTarget,
+            (None, false) => ShaSource::FromOperation,
+        },
+        expect_body: g.expect_body,
+        expect_contains: g.expect_contains,
+        expect_json: g.expect_json,
+        path: g.path,
+        timeout: std::time::Duration::from_secs(g.timeout),
+        once: g.once,
+        probe_interval: cfg.probe_interval,
+        probe_concurrency: g.probe_concurrency,
+        probe: match g.probe {
+            ProbeArg::Auto => ProbeChoice::Auto,
+            ProbeArg::Direct => ProbeChoice::Direct,
+            ProbeArg::Proxy => ProbeChoice::PodProxy,
+        },
+        progress: true,
+    };
+    let outcome = match run::run(&cluster, &opts).await {
+        Ok(o) => o,
+        Err(e @ (GateError::Usage(_) | GateError::Cluster(_))) => {
+            eprintln!("cnpe-lab gate: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    for v in &outcome.verdicts {
+        eprintln!("{}", v.render_text());
+    }
+    let value = serde_json::to_value(&outcome)?;
+    print_json(&value);
+    if let Some(path) = &g.json {
+        let mut text = serde_json::to_string_pretty(&value)?;
+        text.push('\n');
+        records::write_once(path, text.as_bytes())
+            .with_context(|| format!("--json {}", path.display()))?;
+    }
+    if let Some(path) = &g.metrics {
+        write_replacing(
+            path,
+            cnpe_lab::serving::verdict::openmetrics(&outcome.verdicts).as_bytes(),
+        )
+        .with_context(|| format!("--metrics {}", path.display()))?;
+    }
+    Ok(if outcome.approved {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Replaces `path` atomically (a temporary file renamed over it): a metrics textfile is a
+/// gauge that is current, not a record.
+fn write_replacing(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut tmp, bytes)?;
+    tmp.persist(path)?;
+    Ok(())
 }

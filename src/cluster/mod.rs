@@ -44,11 +44,22 @@ pub fn event_time(e: &Event) -> Option<k8s_openapi::jiff::Timestamp> {
 
 /// A request through the API server's service or pod proxy (an HTTP probe, not an API call).
 pub fn is_proxy_path(path: &str) -> bool {
-    let mut parts = path.split('/');
     // /api/v1/namespaces/NS/(services|pods)/NAME/proxy[/...]
-    parts.nth(5).is_some_and(|p| p == "proxy")
-        && path.starts_with("/api/v1/namespaces/")
-        && (path.contains("/services/") || path.contains("/pods/"))
+    let parts: Vec<&str> = path.split('/').collect();
+    matches!(
+        parts.as_slice(),
+        [
+            "",
+            "api",
+            "v1",
+            "namespaces",
+            _,
+            "services" | "pods",
+            _,
+            "proxy",
+            ..
+        ]
+    )
 }
 
 /// Our field manager for server-side apply.
@@ -60,6 +71,7 @@ pub struct Cluster {
     cfg: Config,
     api_url: http::Uri,
     requests: Arc<AtomicU64>,
+    watches: Arc<AtomicU64>,
 }
 
 impl Cluster {
@@ -74,7 +86,9 @@ impl Cluster {
         let api_url = kcfg.cluster_url.clone();
         crate::cluster::safety::check_api_server(&api_url, cfg.allow_remote)?;
         let requests = Arc::new(AtomicU64::new(0));
+        let watches = Arc::new(AtomicU64::new(0));
         let counter = requests.clone();
+        let watch_counter = watches.clone();
         let client = kube::client::ClientBuilder::try_from(kcfg)
             .context("building the Kubernetes client")?
             .with_layer(&tower::util::MapRequestLayer::new(
@@ -82,6 +96,9 @@ impl Cluster {
                     // Probes through the service or pod proxy are counted by the probe itself.
                     if !is_proxy_path(req.uri().path()) {
                         counter.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if req.uri().query().is_some_and(|q| q.contains("watch=true")) {
+                        watch_counter.fetch_add(1, Ordering::Relaxed);
                     }
                     req
                 },
@@ -92,6 +109,7 @@ impl Cluster {
             cfg: cfg.clone(),
             api_url,
             requests,
+            watches,
         })
     }
 
@@ -111,6 +129,11 @@ impl Cluster {
     /// each (re)started watch count once; events streamed over an open watch are not requests.
     pub fn request_count(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Watch requests among them: each watch stream opened or re-opened.
+    pub fn watch_count(&self) -> u64 {
+        self.watches.load(Ordering::Relaxed)
     }
 
     /// The server's version string; proves the API answers.
@@ -381,5 +404,28 @@ impl Cluster {
                 )
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probes_through_the_proxy_are_told_apart_from_api_calls() {
+        assert!(is_proxy_path(
+            "/api/v1/namespaces/shop/services/web:80/proxy/"
+        ));
+        assert!(is_proxy_path(
+            "/api/v1/namespaces/shop/pods/web-1:8080/proxy/x"
+        ));
+        assert!(is_proxy_path(
+            "/api/v1/namespaces/shop/pods/web-1:8080/proxy"
+        ));
+        assert!(!is_proxy_path("/api/v1/namespaces/shop/pods"));
+        assert!(!is_proxy_path("/api/v1/namespaces/shop/pods/web-1"));
+        assert!(!is_proxy_path(
+            "/apis/apps/v1/namespaces/proxy/deployments/proxy/proxy"
+        ));
     }
 }

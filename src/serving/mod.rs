@@ -15,5 +15,8 @@ pub mod decide;
 pub mod expect;
 pub mod index;
 pub mod model;
+pub mod prober;
+pub mod run;
 pub mod verdict;
+pub mod watch;
 pub mod workloads;

@@ -2,10 +2,10 @@
 //! endpoints to probe and the probe answers.
 
 use crate::cluster::argo::Application;
-use k8s_openapi::jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,0 +1,541 @@
+//! The gate's shell: resolve the Applications and their SHAs, start the watches, probe the
+//! endpoints, and call the pure [`decide`](crate::serving::decide::decide) at every watch event
+//! and probe answer until each Application is approved or rejected (or once, with `--once`).
+
+use crate::cluster::argo::Application;
+use crate::cluster::Cluster;
+use crate::serving::decide::{self, Request};
+use crate::serving::expect::Expect;
+use crate::serving::model::{EndpointKey, Objects, Probes};
+use crate::serving::prober::{Probed, Prober, Via};
+use crate::serving::verdict::{Decision, LieWindow, Verdict};
+use crate::serving::watch::{AppFilter, Change, Kind, Scope, Stores, Watches};
+use k8s_openapi::jiff::Timestamp;
+use kube::runtime::reflector::Store;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// Where each Application's expected SHA comes from (closed set).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShaSource {
+    /// `--sha`: the same for every Application.
+    Given(String),
+    /// `--sha-from-target`: its `spec.source.targetRevision` (must be a full SHA).
+    FromTarget,
+    /// `--sha-from-operation`: the revision of its current sync operation (the PostSync hook).
+    FromOperation,
+}
+
+/// How endpoints are probed (closed set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeChoice {
+    /// Directly inside the cluster (in-cluster configuration), else through the pod proxy.
+    Auto,
+    Direct,
+    PodProxy,
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub apps: AppFilter,
+    pub sha: ShaSource,
+    pub expect_body: Option<String>,
+    pub expect_contains: Option<String>,
+    pub expect_json: Option<String>,
+    pub path: String,
+    pub timeout: Duration,
+    pub once: bool,
+    pub probe_interval: Duration,
+    pub probe_concurrency: usize,
+    pub probe: ProbeChoice,
+    /// Print a line on stderr whenever an Application's unmet conditions change.
+    pub progress: bool,
+}
+
+/// Why the gate could not decide at all (exit 2): never a rejection of a release.
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Cluster(String),
+}
+
+/// What the run cost, for the verdict JSON and the fleet measurements.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RunStats {
+    pub applications: usize,
+    pub scope: String,
+    pub probe_via: String,
+    /// Watch streams (one reflector per kind).
+    pub watch_streams: usize,
+    /// Watch requests sent (each stream's first watch and every re-watch).
+    pub watch_requests: u64,
+    /// API requests other than probes (lists, watches, GETs).
+    pub api_requests: u64,
+    pub probes: u64,
+    pub watch_events: u64,
+    pub evaluations: u64,
+    /// From the watch event or probe answer that led to a decision to the decision (ms).
+    pub decision_latency_ms_p50: f64,
+    pub decision_latency_ms_p99: f64,
+    pub decision_latency_ms_max: f64,
+    /// Latency of each final decision (ms), one per Application.
+    pub final_decision_latency_ms: Vec<f64>,
+    pub wall_seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    pub approved: bool,
+    pub verdicts: Vec<Verdict>,
+    pub run: RunStats,
+}
+
+/// One Application being decided.
+struct Pending {
+    request: Request,
+    lie: LieWindow,
+    verdict: Option<Verdict>,
+    done: bool,
+    /// Earliest input (event or answer) not yet decided on.
+    dirty_since: Option<Instant>,
+    /// Namespaces of its managed resources (for selecting objects and routing events).
+    namespaces: BTreeSet<String>,
+    endpoints: Vec<EndpointKey>,
+    last_unmet: Vec<String>,
+}
+
+fn is_full_sha(s: &str) -> bool {
+    crate::sha::is_full_sha(s)
+}
+
+/// The SHA the Application must be at.
+fn sha_of(app: &Application, source: &ShaSource) -> Result<String, String> {
+    let name = app.metadata.name.as_deref().unwrap_or("?");
+    match source {
+        ShaSource::Given(s) => Ok(s.clone()),
+        ShaSource::FromTarget => {
+            let t = app
+                .spec
+                .source
+                .target_revision
+                .as_deref()
+                .unwrap_or_default();
+            if is_full_sha(t) {
+                Ok(t.to_string())
+            } else {
+                Err(format!(
+                    "Application {name}: --sha-from-target needs spec.source.targetRevision to be a full SHA, found {t:?}"
+                ))
+            }
+        }
+        ShaSource::FromOperation => {
+            let op = app.status.as_ref().and_then(|s| s.operation_state.as_ref());
+            let asked = op
+                .and_then(|o| o.operation.as_ref())
+                .and_then(|o| o.sync.as_ref())
+                .and_then(|s| s.revision.clone());
+            let synced = op
+                .and_then(|o| o.sync_result.as_ref())
+                .and_then(|r| r.revision.clone());
+            match asked.or(synced) {
+                Some(r) if is_full_sha(&r) => Ok(r),
+                other => Err(format!(
+                    "Application {name}: --sha-from-operation found no full SHA in its current operation ({other:?})"
+                )),
+            }
+        }
+    }
+}
+
+/// The namespaces an Application's managed resources live in (its destination when it lists
+/// none yet).
+fn namespaces_of(app: &Application) -> BTreeSet<String> {
+    let mut out: BTreeSet<String> = app
+        .status
+        .as_ref()
+        .and_then(|s| s.resources.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.namespace.clone())
+        .filter(|n| !n.is_empty())
+        .collect();
+    if out.is_empty() {
+        if let Some(ns) = app.spec.destination.namespace.clone() {
+            out.insert(ns);
+        }
+    }
+    out
+}
+
+fn in_namespaces<K: kube::Resource + Clone>(
+    store: &Store<K>,
+    namespaces: &BTreeSet<String>,
+) -> Vec<Arc<K>>
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    store
+        .state()
+        .into_iter()
+        .filter(|o| {
+            o.meta()
+                .namespace
+                .as_ref()
+                .is_some_and(|n| namespaces.contains(n))
+        })
+        .collect()
+}
+
+/// The objects one decision reads.
+fn objects_for(stores: &Stores, name: &str, namespaces: &BTreeSet<String>) -> Objects {
+    Objects {
+        application: stores
+            .applications
+            .state()
+            .into_iter()
+            .find(|a| a.metadata.name.as_deref() == Some(name)),
+        deployments: in_namespaces(&stores.deployments, namespaces),
+        replica_sets: in_namespaces(&stores.replica_sets, namespaces),
+        stateful_sets: in_namespaces(&stores.stateful_sets, namespaces),
+        daemon_sets: in_namespaces(&stores.daemon_sets, namespaces),
+        pods: in_namespaces(&stores.pods, namespaces),
+        services: in_namespaces(&stores.services, namespaces),
+        endpoint_slices: in_namespaces(&stores.endpoint_slices, namespaces),
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn argo_at_sha(app: Option<&Arc<Application>>, sha: &str) -> (bool, bool) {
+    let Some(st) = app.and_then(|a| a.status.as_ref()) else {
+        return (false, false);
+    };
+    let at = st.sync.as_ref().and_then(|s| s.revision.as_deref()) == Some(sha);
+    let synced = st.sync.as_ref().and_then(|s| s.status.as_deref()) == Some("Synced");
+    let healthy = st.health.as_ref().and_then(|h| h.status.as_deref()) == Some("Healthy");
+    (at && synced, at && healthy)
+}
+
+/// Runs the gate: `Ok` with every Application's verdict, or `Err` when it could not decide at
+/// all (an Application that does not exist, a SHA it cannot learn, an unusable cluster).
+pub async fn run(cluster: &Cluster, opts: &Options) -> Result<Outcome, GateError> {
+    let started = Instant::now();
+    let started_at = Timestamp::now();
+    let (tx, mut changes) = mpsc::unbounded_channel::<Change>();
+    let apps_watch = Watches::start_applications(cluster, &opts.apps, tx.clone());
+    let listing = Duration::from_secs(30).min(opts.timeout.max(Duration::from_secs(5)));
+    if tokio::time::timeout(listing, apps_watch.0.wait_until_ready())
+        .await
+        .is_err()
+    {
+        let why = apps_watch
+            .2
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|e| e.message.clone())
+            .unwrap_or_else(|| "no answer".into());
+        return Err(GateError::Cluster(format!(
+            "cannot list Applications in namespace {} within {listing:?}: {why}",
+            cluster.config().argocd_namespace
+        )));
+    }
+    let listed = apps_watch.0.state();
+    let chosen: Vec<Arc<Application>> = match &opts.apps {
+        AppFilter::Names(names) => {
+            let mut out = Vec::new();
+            for n in names {
+                match listed
+                    .iter()
+                    .find(|a| a.metadata.name.as_deref() == Some(n))
+                {
+                    Some(a) => out.push(a.clone()),
+                    None => return Err(GateError::Usage(format!(
+                        "Application {n} does not exist in namespace {} (CNPE_ARGOCD_NAMESPACE)",
+                        cluster.config().argocd_namespace
+                    ))),
+                }
+            }
+            out
+        }
+        AppFilter::Selector(sel) => {
+            if listed.is_empty() {
+                return Err(GateError::Usage(format!(
+                    "no Application in namespace {} matches --selector {sel}",
+                    cluster.config().argocd_namespace
+                )));
+            }
+            let mut l = listed.clone();
+            l.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+            l
+        }
+    };
+    let deadline = started_at
+        .checked_add(k8s_openapi::jiff::SignedDuration::try_from(opts.timeout).unwrap_or_default())
+        .unwrap_or(started_at);
+    let mut pending: BTreeMap<String, Pending> = BTreeMap::new();
+    for app in &chosen {
+        let name = app.metadata.name.clone().unwrap_or_default();
+        let sha = sha_of(app, &opts.sha).map_err(GateError::Usage)?;
+        let expect = Expect::from_flags(
+            opts.expect_body.as_deref(),
+            opts.expect_contains.as_deref(),
+            opts.expect_json.as_deref(),
+            &sha,
+        )
+        .map_err(|e| GateError::Usage(e.to_string()))?;
+        pending.insert(
+            name.clone(),
+            Pending {
+                request: Request {
+                    namespace: app.metadata.namespace.clone().unwrap_or_default(),
+                    name,
+                    sha,
+                    expect,
+                    path: opts.path.clone(),
+                    started: started_at,
+                    deadline,
+                    max_answer_age: opts.probe_interval * 3,
+                },
+                lie: LieWindow::default(),
+                verdict: None,
+                done: false,
+                dirty_since: Some(Instant::now()),
+                namespaces: namespaces_of(app),
+                endpoints: Vec::new(),
+                last_unmet: Vec::new(),
+            },
+        );
+    }
+    let all_ns: BTreeSet<String> = pending
+        .values()
+        .flat_map(|p| p.namespaces.iter().cloned())
+        .collect();
+    let scope = match all_ns.len() {
+        1 => Scope::Namespace(all_ns.iter().next().unwrap().clone()),
+        _ => Scope::Cluster,
+    };
+    let watches = Watches::start_workloads(cluster, apps_watch, scope.clone(), tx);
+    let left = opts.timeout.saturating_sub(started.elapsed());
+    watches
+        .ready(
+            left.max(Duration::from_secs(5))
+                .min(Duration::from_secs(60)),
+        )
+        .await
+        .map_err(|e| GateError::Cluster(format!("{e:#}")))?;
+    let via = match opts.probe {
+        ProbeChoice::Direct => direct()?,
+        ProbeChoice::PodProxy => Via::PodProxy(cluster.client()),
+        ProbeChoice::Auto => {
+            if matches!(
+                crate::cluster::kubeconfig::Source::from_env(),
+                crate::cluster::kubeconfig::Source::InCluster
+            ) {
+                direct()?
+            } else {
+                Via::PodProxy(cluster.client())
+            }
+        }
+    };
+    let (ptx, mut answers) = mpsc::unbounded_channel::<Probed>();
+    let mut prober = Prober::new(
+        via,
+        &opts.path,
+        opts.probe_interval,
+        opts.probe_concurrency,
+        ptx,
+    );
+    let mut probes: Probes = Probes::new();
+    let mut latencies: Vec<f64> = Vec::new();
+    let mut finals: Vec<f64> = Vec::new();
+    let (mut events, mut evaluations) = (0u64, 0u64);
+    if opts.once {
+        // One snapshot: every endpoint probed once, then one decision each.
+        let mut all: HashSet<EndpointKey> = HashSet::new();
+        for p in pending.values_mut() {
+            let objects = objects_for(&watches.stores, &p.request.name, &p.namespaces);
+            p.endpoints = decide::endpoints(&objects)
+                .into_iter()
+                .map(|e| e.key)
+                .collect();
+            all.extend(p.endpoints.iter().cloned());
+        }
+        let keys: Vec<EndpointKey> = all.into_iter().collect();
+        prober.probe_due(&keys);
+        let mut outstanding = keys.len();
+        let wait = crate::serving::prober::PROBE_TIMEOUT + Duration::from_secs(1);
+        let until = Instant::now() + wait;
+        while outstanding > 0 {
+            match tokio::time::timeout_at(until.into(), answers.recv()).await {
+                Ok(Some(a)) => {
+                    probes.insert(a.key, a.answer);
+                    outstanding -= 1;
+                }
+                _ => break,
+            }
+        }
+    }
+    loop {
+        let now_i = Instant::now();
+        let now = Timestamp::now();
+        let mut wanted: HashSet<EndpointKey> = HashSet::new();
+        for p in pending.values_mut().filter(|p| !p.done) {
+            let objects = objects_for(&watches.stores, &p.request.name, &p.namespaces);
+            if let Some(app) = &objects.application {
+                // Resources can appear after the first listing (a sync in progress).
+                p.namespaces.extend(namespaces_of(app));
+            }
+            p.endpoints = decide::endpoints(&objects)
+                .into_iter()
+                .map(|e| e.key)
+                .collect();
+            wanted.extend(p.endpoints.iter().cloned());
+            let Some(since) = p.dirty_since.take() else {
+                continue;
+            };
+            evaluations += 1;
+            let mut v = decide::decide(&p.request, &objects, &probes, now, &p.lie);
+            let all_serving = !v.endpoints.is_empty() && v.endpoints.iter().all(|e| e.matched);
+            let (synced, healthy) = argo_at_sha(objects.application.as_ref(), &p.request.sha);
+            p.lie.observe(now, synced, healthy, all_serving);
+            v.lie_window = p.lie.clone();
+            if opts.once && v.decision == Decision::Pending {
+                v.decision = Decision::Rejected;
+            }
+            let ms = now_i.saturating_duration_since(since).as_secs_f64() * 1000.0;
+            latencies.push(ms);
+            let unmet: Vec<String> = v
+                .unmet
+                .iter()
+                .map(|u| format!("{:?} {}: {}", u.condition, u.subject, u.found))
+                .collect();
+            if opts.progress && unmet != p.last_unmet && v.decision == Decision::Pending {
+                eprintln!(
+                    "gate {} [{:.1}s]: waiting on {}",
+                    p.request.name,
+                    started.elapsed().as_secs_f64(),
+                    if unmet.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        unmet.join("; ")
+                    }
+                );
+            }
+            p.last_unmet = unmet;
+            if v.decision != Decision::Pending {
+                p.done = true;
+                finals.push(ms);
+            }
+            p.verdict = Some(v);
+        }
+        if pending.values().all(|p| p.done) {
+            break;
+        }
+        let keys: Vec<EndpointKey> = wanted.iter().cloned().collect();
+        prober.retain(&wanted);
+        prober.probe_due(&keys);
+        // Sleep until the next event, answer, probe due or the deadline.
+        let next_probe = prober
+            .next_due(&keys)
+            .unwrap_or_else(|| Instant::now() + opts.probe_interval);
+        let to_deadline =
+            Duration::try_from(deadline.duration_since(Timestamp::now())).unwrap_or(Duration::ZERO);
+        let wake = next_probe.min(Instant::now() + to_deadline + Duration::from_millis(1));
+        tokio::select! {
+            Some(c) = changes.recv() => {
+                events += 1;
+                mark(&mut pending, &c);
+                // Take every event already queued: one decision for a burst.
+                while let Ok(c) = changes.try_recv() {
+                    events += 1;
+                    mark(&mut pending, &c);
+                }
+            }
+            Some(a) = answers.recv() => {
+                mark_answer(&mut pending, &a);
+                probes.insert(a.key, a.answer);
+                while let Ok(a) = answers.try_recv() {
+                    mark_answer(&mut pending, &a);
+                    probes.insert(a.key, a.answer);
+                }
+            }
+            _ = tokio::time::sleep_until(wake.into()) => {
+                // A probe fell due, or the deadline: re-decide the undecided.
+                let t = Instant::now();
+                for p in pending.values_mut().filter(|p| !p.done) {
+                    p.dirty_since.get_or_insert(t);
+                }
+            }
+        }
+    }
+    latencies.sort_by(f64::total_cmp);
+    let verdicts: Vec<Verdict> = pending.into_values().filter_map(|p| p.verdict).collect();
+    let approved =
+        !verdicts.is_empty() && verdicts.iter().all(|v| v.decision == Decision::Approved);
+    Ok(Outcome {
+        approved,
+        run: RunStats {
+            applications: verdicts.len(),
+            scope: match &scope {
+                Scope::Namespace(n) => format!("namespace {n}"),
+                Scope::Cluster => "cluster".into(),
+            },
+            probe_via: prober.via().into(),
+            watch_streams: watches.streams,
+            watch_requests: cluster.watch_count(),
+            api_requests: cluster.request_count(),
+            probes: prober.sent(),
+            watch_events: events,
+            evaluations,
+            decision_latency_ms_p50: percentile(&latencies, 0.5),
+            decision_latency_ms_p99: percentile(&latencies, 0.99),
+            decision_latency_ms_max: latencies.last().copied().unwrap_or(0.0),
+            final_decision_latency_ms: finals,
+            wall_seconds: started.elapsed().as_secs_f64(),
+        },
+        verdicts,
+    })
+}
+
+fn direct() -> Result<Via, GateError> {
+    reqwest::Client::builder()
+        .timeout(crate::serving::prober::PROBE_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map(Via::Direct)
+        .map_err(|e| GateError::Cluster(format!("HTTP client: {e}")))
+}
+
+/// Which Applications an event can affect: the one it names, or those with resources in its
+/// namespace (a relist: all).
+fn mark(pending: &mut BTreeMap<String, Pending>, c: &Change) {
+    for p in pending.values_mut().filter(|p| !p.done) {
+        let hit = match c.kind {
+            Kind::Application => c.name == p.request.name,
+            _ => c.namespace.is_empty() || p.namespaces.contains(&c.namespace),
+        };
+        if hit {
+            p.dirty_since.get_or_insert(c.at);
+        }
+    }
+}
+
+fn mark_answer(pending: &mut BTreeMap<String, Pending>, a: &Probed) {
+    for p in pending.values_mut().filter(|p| !p.done) {
+        if p.endpoints.contains(&a.key) {
+            p.dirty_since.get_or_insert(a.arrived);
+        }
+    }
+}

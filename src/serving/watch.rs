@@ -1,0 +1,293 @@
+//! The gate's watches: one kube-runtime reflector per kind, shared by the whole run (however
+//! many Applications it decides), each event announced on one channel so the decision loop
+//! re-decides at once. Scope: the Applications in Argo CD's namespace; the other kinds in the
+//! Applications' one destination namespace when there is one (what a namespaced Role allows:
+//! the PostSync hook), else cluster-wide (a fleet: streams do not grow with the number of
+//! Applications).
+
+use crate::cluster::argo::Application;
+use crate::cluster::Cluster;
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::utils::ResetTimerBackoff;
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::Api;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// The kinds the gate watches (closed set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub enum Kind {
+    Application,
+    Deployment,
+    ReplicaSet,
+    StatefulSet,
+    DaemonSet,
+    Pod,
+    Service,
+    EndpointSlice,
+}
+
+/// One watch event, as the decision loop hears of it.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub kind: Kind,
+    pub namespace: String,
+    pub name: String,
+    /// When the event arrived (decision latency is measured from here).
+    pub at: Instant,
+}
+
+/// Where the workload kinds are watched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    Namespace(String),
+    Cluster,
+}
+
+/// Which Applications: by name, or by label selector (all in Argo CD's namespace).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AppFilter {
+    Names(Vec<String>),
+    Selector(String),
+}
+
+/// The newest watch error, so a verdict can name it.
+#[derive(Debug, Clone)]
+pub struct WatchError {
+    pub kind: Kind,
+    pub at: Instant,
+    pub message: String,
+}
+
+pub struct Stores {
+    pub applications: Store<Application>,
+    pub deployments: Store<Deployment>,
+    pub replica_sets: Store<ReplicaSet>,
+    pub stateful_sets: Store<StatefulSet>,
+    pub daemon_sets: Store<DaemonSet>,
+    pub pods: Store<Pod>,
+    pub services: Store<Service>,
+    pub endpoint_slices: Store<EndpointSlice>,
+}
+
+pub struct Watches {
+    pub stores: Stores,
+    pub scope: Scope,
+    /// Reflectors started (one watch stream each, re-established when the server ends it).
+    pub streams: usize,
+    last_error: Arc<Mutex<Option<WatchError>>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Watches {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// Exponential from 200 ms to 2 s with jitter (kube-runtime's own backoff type): a gate must
+/// see the API server back within seconds.
+fn backoff() -> ResetTimerBackoff<watcher::ExponentialBackoff> {
+    let b: watcher::ExponentialBackoff = backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(200))
+        .with_max_delay(Duration::from_secs(2))
+        .with_factor(2.0)
+        .with_jitter()
+        .without_max_times()
+        .into();
+    ResetTimerBackoff::new(b, Duration::from_secs(60))
+}
+
+fn spawn<K>(
+    kind: Kind,
+    api: Api<K>,
+    cfg: watcher::Config,
+    tx: mpsc::UnboundedSender<Change>,
+    last_error: Arc<Mutex<Option<WatchError>>>,
+) -> (Store<K>, JoinHandle<()>)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream = reflector::reflector(writer, watcher(api, cfg).backoff(backoff()));
+    let task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(item) = stream.next().await {
+            let at = Instant::now();
+            let (namespace, name) = match &item {
+                Ok(watcher::Event::Apply(o))
+                | Ok(watcher::Event::Delete(o))
+                | Ok(watcher::Event::InitApply(o)) => (
+                    o.meta().namespace.clone().unwrap_or_default(),
+                    o.meta().name.clone().unwrap_or_default(),
+                ),
+                Ok(watcher::Event::Init) => continue,
+                // The store is complete again: everything may have changed.
+                Ok(watcher::Event::InitDone) => (String::new(), String::new()),
+                Err(e) => {
+                    *last_error.lock().unwrap() = Some(WatchError {
+                        kind,
+                        at,
+                        message: format!("{e}"),
+                    });
+                    continue;
+                }
+            };
+            if tx
+                .send(Change {
+                    kind,
+                    namespace,
+                    name,
+                    at,
+                })
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    (reader, task)
+}
+
+impl Watches {
+    /// Starts the Application watch only (the scope of the others depends on what the
+    /// Applications manage): see [`Watches::start_workloads`].
+    pub fn start_applications(
+        cluster: &Cluster,
+        filter: &AppFilter,
+        tx: mpsc::UnboundedSender<Change>,
+    ) -> (
+        Store<Application>,
+        JoinHandle<()>,
+        Arc<Mutex<Option<WatchError>>>,
+    ) {
+        let last_error = Arc::new(Mutex::new(None));
+        let cfg = match filter {
+            AppFilter::Names(n) if n.len() == 1 => {
+                watcher::Config::default().fields(&format!("metadata.name={}", n[0]))
+            }
+            AppFilter::Names(_) => watcher::Config::default(),
+            AppFilter::Selector(s) => watcher::Config::default().labels(s),
+        };
+        let (store, task) = spawn(
+            Kind::Application,
+            cluster.applications(),
+            cfg,
+            tx,
+            last_error.clone(),
+        );
+        (store, task, last_error)
+    }
+
+    /// Starts the other seven watches in `scope`, sharing the Application watch's channel.
+    pub fn start_workloads(
+        cluster: &Cluster,
+        applications: (
+            Store<Application>,
+            JoinHandle<()>,
+            Arc<Mutex<Option<WatchError>>>,
+        ),
+        scope: Scope,
+        tx: mpsc::UnboundedSender<Change>,
+    ) -> Watches {
+        let (apps, app_task, last_error) = applications;
+        let client = cluster.client();
+        macro_rules! api {
+            () => {
+                match &scope {
+                    Scope::Namespace(ns) => Api::namespaced(client.clone(), ns),
+                    Scope::Cluster => Api::all(client.clone()),
+                }
+            };
+        }
+        let cfg = watcher::Config::default;
+        let e = &last_error;
+        let (deployments, t1) = spawn(Kind::Deployment, api!(), cfg(), tx.clone(), e.clone());
+        let (replica_sets, t2) = spawn(Kind::ReplicaSet, api!(), cfg(), tx.clone(), e.clone());
+        let (stateful_sets, t3) = spawn(Kind::StatefulSet, api!(), cfg(), tx.clone(), e.clone());
+        let (daemon_sets, t4) = spawn(Kind::DaemonSet, api!(), cfg(), tx.clone(), e.clone());
+        let (pods, t5) = spawn(Kind::Pod, api!(), cfg(), tx.clone(), e.clone());
+        let (services, t6) = spawn(Kind::Service, api!(), cfg(), tx.clone(), e.clone());
+        let (endpoint_slices, t7) = spawn(Kind::EndpointSlice, api!(), cfg(), tx, e.clone());
+        Watches {
+            stores: Stores {
+                applications: apps,
+                deployments,
+                replica_sets,
+                stateful_sets,
+                daemon_sets,
+                pods,
+                services,
+                endpoint_slices,
+            },
+            scope,
+            streams: 8,
+            last_error,
+            tasks: vec![app_task, t1, t2, t3, t4, t5, t6, t7],
+        }
+    }
+
+    /// Waits until every watch has listed once, or `deadline` passes (then names the watches
+    /// that have not, and the last error: a Forbidden here is the ServiceAccount's RBAC).
+    pub async fn ready(&self, deadline: Duration) -> anyhow::Result<()> {
+        let s = &self.stores;
+        let all = async {
+            let _ = s.applications.wait_until_ready().await;
+            let _ = s.deployments.wait_until_ready().await;
+            let _ = s.replica_sets.wait_until_ready().await;
+            let _ = s.stateful_sets.wait_until_ready().await;
+            let _ = s.daemon_sets.wait_until_ready().await;
+            let _ = s.pods.wait_until_ready().await;
+            let _ = s.services.wait_until_ready().await;
+            let _ = s.endpoint_slices.wait_until_ready().await;
+        };
+        if tokio::time::timeout(deadline, all).await.is_ok() {
+            return Ok(());
+        }
+        let now = Duration::ZERO;
+        let mut missing = Vec::new();
+        macro_rules! check {
+            ($store:expr, $name:literal) => {
+                if tokio::time::timeout(now, $store.wait_until_ready())
+                    .await
+                    .is_err()
+                {
+                    missing.push($name);
+                }
+            };
+        }
+        check!(s.applications, "Application");
+        check!(s.deployments, "Deployment");
+        check!(s.replica_sets, "ReplicaSet");
+        check!(s.stateful_sets, "StatefulSet");
+        check!(s.daemon_sets, "DaemonSet");
+        check!(s.pods, "Pod");
+        check!(s.services, "Service");
+        check!(s.endpoint_slices, "EndpointSlice");
+        anyhow::bail!(
+            "the {} watch(es) did not list within {deadline:?}{}",
+            missing.join(", "),
+            self.last_error()
+                .map(|e| format!("; last error ({:?}): {}", e.kind, e.message))
+                .unwrap_or_default()
+        )
+    }
+
+    pub fn last_error(&self) -> Option<WatchError> {
+        self.last_error.lock().unwrap().clone()
+    }
+}
