@@ -202,6 +202,8 @@ pub enum Record {
     Timeline,
     Traps,
     Faults,
+    /// The any-Application gate's traps (tests/serving_traps.rs).
+    GateTraps,
     /// `junit-<suite>.xml`, one per suite.
     JunitSuite,
     Junit,
@@ -210,7 +212,7 @@ pub enum Record {
 }
 
 impl Record {
-    pub const ALL: [Record; 20] = [
+    pub const ALL: [Record; 21] = [
         Record::BaselineSha,
         Record::BadSha,
         Record::RecoveredSha,
@@ -227,6 +229,7 @@ impl Record {
         Record::Timeline,
         Record::Traps,
         Record::Faults,
+        Record::GateTraps,
         Record::JunitSuite,
         Record::Junit,
         Record::ReportSvg,
@@ -252,6 +255,7 @@ impl Record {
             Record::Timeline => "timeline.json",
             Record::Traps => "traps.json",
             Record::Faults => "faults.json",
+            Record::GateTraps => "gate-traps.json",
             Record::JunitSuite => "junit-",
             Record::Junit => "junit.xml",
             Record::ReportSvg => "report.svg",
@@ -262,7 +266,9 @@ impl Record {
     pub fn keeping(self) -> Keeping {
         match self {
             Record::Observations => Keeping::AppendOnly,
-            Record::Timeline | Record::Traps | Record::Faults => Keeping::Numbered,
+            Record::Timeline | Record::Traps | Record::Faults | Record::GateTraps => {
+                Keeping::Numbered
+            }
             Record::JunitSuite | Record::Junit | Record::ReportSvg | Record::Lock => {
                 Keeping::Regenerated
             }

@@ -12,7 +12,8 @@ mod faults;
 mod kills;
 mod support;
 
-use cnpe_lab::cluster::kubeconfig;
+use support::peers::{self, Peer, PeerResult, Verdict};
+
 use cnpe_lab::config::Config;
 use cnpe_lab::lab::git::GitOps;
 use cnpe_lab::lab::manifests;
@@ -24,62 +25,8 @@ use cnpe_lab::records;
 use cnpe_lab::report::{Echo, Outcome, Reporter, Suite, TrialResult};
 use libtest_mimic::{Completion, Failed, Trial};
 use serde::Serialize;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// Why `argocd app wait --core` cannot run on a cluster whose Argo CD runs as host processes.
-const NOT_PODS: &str = "Argo CD does not run as pods here";
-
-/// The checks run side by side in every trap.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-enum Peer {
-    /// `kubectl rollout status deploy/web`
-    KubectlRolloutStatus,
-    /// The Application's sync/health read at once: approve on Synced + Healthy.
-    SyncedHealthyRead,
-    /// `argocd app wait --core --sync --health` (where Argo CD runs as pods).
-    ArgocdAppWait,
-    /// One HTTP GET: approve on 200 with the expected body.
-    HttpBodyCheck,
-    /// Our gate on one live observation.
-    CnpeGate,
-    /// Our `wait healthy` on the expected SHA, to its deadline.
-    CnpeWait,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-enum Verdict {
-    Approved,
-    Rejected,
-    /// The peer ran and failed for a reason of its own (a configuration error, a crash): it
-    /// said nothing about the release, so it is neither an approval nor a rejection.
-    Errored,
-    /// The peer cannot run on this cluster (the reason is in `detail`).
-    NotRun,
-}
-
-impl Verdict {
-    /// A command-line peer's verdict: exit 0 approves; a non-zero exit is a rejection only
-    /// when the output says the release was judged (`judged` holds), else the peer errored.
-    fn of_command(code: Option<i32>, output: &str, judged: &[&str]) -> Verdict {
-        match code {
-            Some(0) => Verdict::Approved,
-            _ if judged.iter().any(|j| output.contains(j)) => Verdict::Rejected,
-            _ => Verdict::Errored,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-struct PeerResult {
-    peer: Peer,
-    verdict: Verdict,
-    seconds: f64,
-    detail: String,
-}
 
 #[derive(Debug, Clone, Serialize)]
 struct TrapRecord {
@@ -109,62 +56,11 @@ impl std::ops::DerefMut for Fixture {
     }
 }
 
-fn find_tool(name: &str, env: &str) -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os(env) {
-        return Some(p.into());
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/var/cache/cnpe-hermetic/bin")])
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
-
-/// Runs a peer's command; returns its exit code and its output's last line.
-async fn run_tool(
-    program: &PathBuf,
-    args: &[&str],
-    env: &[(&str, &std::ffi::OsStr)],
-    timeout: Duration,
-) -> (Option<i32>, String) {
-    let child = tokio::process::Command::new(program)
-        .args(args)
-        .envs(env.iter().copied())
-        .kill_on_drop(true)
-        .output();
-    match tokio::time::timeout(timeout, child).await {
-        Ok(Ok(out)) => {
-            let text = format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            (
-                out.status.code(),
-                text.lines().last().unwrap_or("").trim().to_string(),
-            )
-        }
-        Ok(Err(e)) => (None, format!("could not run: {e}")),
-        Err(_) => (None, format!("no answer within {timeout:?}")),
-    }
-}
-
 impl Fixture {
     async fn observe(&self) -> Evidence {
         observer::observe_once(&self.cluster, Some(&self.live), &self.probe)
             .await
             .expect("a snapshot of the watches needs no request")
-    }
-
-    async fn argo_runs_as_pods(&self) -> bool {
-        let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
-            kube::Api::namespaced(self.cluster.client(), &self.cfg.argocd_namespace);
-        let lp =
-            kube::api::ListParams::default().labels("app.kubernetes.io/name=argocd-repo-server");
-        pods.list(&lp)
-            .await
-            .map(|l| !l.items.is_empty())
-            .unwrap_or(false)
     }
 
     /// Runs every peer at once, right after a change, each timed from `changed`.
@@ -174,39 +70,9 @@ impl Fixture {
         sha: &str,
     ) -> (Vec<PeerResult>, Result<Evidence, WaitError>) {
         let deadline = self.cfg.wait_deadline;
-        let secs = move || changed.elapsed().as_secs_f64();
         let ns = self.cfg.namespace.clone();
         let workload = format!("deploy/{}", self.cfg.workload);
-        let kubectl = find_tool("kubectl", "CNPE_KUBECTL");
-        let rollout = async {
-            let Some(k) = kubectl else {
-                return PeerResult {
-                    peer: Peer::KubectlRolloutStatus,
-                    verdict: Verdict::NotRun,
-                    seconds: 0.0,
-                    detail: "kubectl not found".into(),
-                };
-            };
-            let t = format!("--timeout={}s", deadline.as_secs());
-            let (code, detail) = run_tool(
-                &k,
-                &["-n", &ns, "rollout", "status", &workload, &t],
-                &[],
-                deadline + Duration::from_secs(5),
-            )
-            .await;
-            let verdict = Verdict::of_command(
-                code,
-                &detail,
-                &["timed out", "exceeded its progress deadline"],
-            );
-            PeerResult {
-                peer: Peer::KubectlRolloutStatus,
-                verdict,
-                seconds: secs(),
-                detail,
-            }
-        };
+        let rollout = peers::rollout_status(&ns, &workload, deadline);
         let read = async {
             let ev = self.observe().await;
             let ok =
@@ -214,121 +80,43 @@ impl Fixture {
             let http_ok = ev.http_code == Some(200)
                 && ev.http_body.as_deref() == Some(self.cfg.body.as_str());
             let gate = cnpe_lab::release_gate::evaluate_value(&ev.to_value(), sha, &self.cfg.body);
-            let t = secs();
             vec![
-                PeerResult {
-                    peer: Peer::SyncedHealthyRead,
-                    verdict: if ok {
-                        Verdict::Approved
-                    } else {
-                        Verdict::Rejected
-                    },
-                    seconds: t,
-                    detail: format!(
+                PeerResult::new(
+                    Peer::SyncedHealthyRead,
+                    Verdict::of(ok),
+                    changed,
+                    format!(
                         "{}/{}",
                         ev.sync.as_deref().unwrap_or("-"),
                         ev.health.as_deref().unwrap_or("-")
                     ),
-                },
-                PeerResult {
-                    peer: Peer::HttpBodyCheck,
-                    verdict: if http_ok {
-                        Verdict::Approved
-                    } else {
-                        Verdict::Rejected
-                    },
-                    seconds: t,
-                    detail: format!(
+                ),
+                PeerResult::new(
+                    Peer::HttpBodyCheck,
+                    Verdict::of(http_ok),
+                    changed,
+                    format!(
                         "HTTP {:?} {:?}",
                         ev.http_code,
                         ev.http_body.as_deref().unwrap_or("")
                     ),
-                },
-                PeerResult {
-                    peer: Peer::CnpeGate,
-                    verdict: if gate.approved {
-                        Verdict::Approved
-                    } else {
-                        Verdict::Rejected
-                    },
-                    seconds: t,
-                    detail: gate.report_lines().join("; "),
-                },
+                ),
+                PeerResult::new(
+                    Peer::CnpeGate,
+                    Verdict::of(gate.approved),
+                    changed,
+                    gate.report_lines().join("; "),
+                ),
             ]
         };
-        let pods = self.argo_runs_as_pods().await;
-        let argocd = find_tool("argocd", "CNPE_ARGOCD");
-        let app = self.cfg.application.clone();
-        let argo_ns = self.cfg.argocd_namespace.clone();
-        let argo_wait = async {
-            match (pods, argocd) {
-                (false, _) => PeerResult {
-                    peer: Peer::ArgocdAppWait,
-                    verdict: Verdict::NotRun,
-                    seconds: 0.0,
-                    detail: format!("{NOT_PODS} (--core port-forwards to its pods)"),
-                },
-                (true, None) => PeerResult {
-                    peer: Peer::ArgocdAppWait,
-                    verdict: Verdict::NotRun,
-                    seconds: 0.0,
-                    detail: "argocd CLI not found".into(),
-                },
-                (true, Some(a)) => {
-                    // Core mode reads Argo CD's namespace from the kube context (argo-cd#7721):
-                    // a context like ours with that namespace goes in front of our kubeconfig.
-                    let overlay =
-                        kubeconfig::with_namespace(&kubeconfig::Source::from_env(), &argo_ns)
-                            .and_then(|(doc, rest)| {
-                                let dir = tempfile::tempdir()?;
-                                let path = dir.path().join("argocd-core.kubeconfig");
-                                std::fs::write(&path, doc)?;
-                                let mut list = path.into_os_string();
-                                list.push(":");
-                                list.push(rest);
-                                Ok((dir, list))
-                            });
-                    match overlay {
-                        Err(e) => PeerResult {
-                            peer: Peer::ArgocdAppWait,
-                            verdict: Verdict::Errored,
-                            seconds: secs(),
-                            detail: format!("no kube context for core mode: {e:#}"),
-                        },
-                        Ok((_dir, kubeconfig)) => {
-                            let t = deadline.as_secs().to_string();
-                            let target = format!("{argo_ns}/{app}");
-                            let (code, detail) = run_tool(
-                                &a,
-                                &[
-                                    "app",
-                                    "wait",
-                                    &target,
-                                    "--core",
-                                    "--sync",
-                                    "--health",
-                                    "--timeout",
-                                    &t,
-                                ],
-                                &[("KUBECONFIG", kubeconfig.as_os_str())],
-                                deadline + Duration::from_secs(5),
-                            )
-                            .await;
-                            PeerResult {
-                                peer: Peer::ArgocdAppWait,
-                                verdict: Verdict::of_command(
-                                    code,
-                                    &detail,
-                                    &["timed out", "Degraded", "degraded"],
-                                ),
-                                seconds: secs(),
-                                detail,
-                            }
-                        }
-                    }
-                }
-            }
-        };
+        let as_pods =
+            peers::argo_runs_as_pods(self.cluster.client(), &self.cfg.argocd_namespace).await;
+        let argo_wait = peers::argocd_app_wait(
+            as_pods,
+            &self.cfg.argocd_namespace,
+            &self.cfg.application,
+            deadline,
+        );
         let (rollout, reads, argo) = tokio::join!(rollout, read, argo_wait);
         // Our wait runs last on the shared watches (it needs &mut), from the same change.
         let body = self.cfg.body.clone();
@@ -336,15 +124,11 @@ impl Fixture {
             .saturating_sub(changed.elapsed())
             .max(Duration::from_secs(5));
         let waited = self.lab.wait(Target::Healthy, sha, &body, left).await;
-        let ours = PeerResult {
-            peer: Peer::CnpeWait,
-            verdict: if waited.is_ok() {
-                Verdict::Approved
-            } else {
-                Verdict::Rejected
-            },
-            seconds: secs(),
-            detail: match &waited {
+        let ours = PeerResult::new(
+            Peer::CnpeWait,
+            Verdict::of(waited.is_ok()),
+            changed,
+            match &waited {
                 Ok(_) => "reached".into(),
                 Err(e) => e
                     .to_string()
@@ -353,7 +137,7 @@ impl Fixture {
                     .collect::<Vec<_>>()
                     .join(" | "),
             },
-        };
+        );
         let mut all = vec![rollout];
         all.extend(reads);
         all.push(argo);
@@ -367,55 +151,6 @@ fn verdict_of(peers: &[PeerResult], p: Peer) -> &PeerResult {
         .iter()
         .find(|r| r.peer == p)
         .expect("every peer reports")
-}
-
-/// The peers of a trap did what the trap is about: every peer that can run on this cluster
-/// ran (an error is not a verdict), at least one common check approved (the false approval
-/// the trap exists for), and both of ours rejected.
-fn check_peers(peers: &[PeerResult]) -> Result<(), String> {
-    for r in peers {
-        let allowed_not_run = r.peer == Peer::ArgocdAppWait && r.detail.starts_with(NOT_PODS);
-        match r.verdict {
-            Verdict::Errored => {
-                return Err(format!(
-                    "peer {:?} did not run properly: {}",
-                    r.peer, r.detail
-                ))
-            }
-            Verdict::NotRun if !allowed_not_run => {
-                return Err(format!(
-                    "peer {:?} should run on this cluster but did not: {}",
-                    r.peer, r.detail
-                ))
-            }
-            _ => {}
-        }
-    }
-    let common = [
-        Peer::KubectlRolloutStatus,
-        Peer::SyncedHealthyRead,
-        Peer::ArgocdAppWait,
-        Peer::HttpBodyCheck,
-    ];
-    if !peers
-        .iter()
-        .any(|r| common.contains(&r.peer) && r.verdict == Verdict::Approved)
-    {
-        return Err(format!(
-            "no common check approved, so this is not a false-approval trap here: {:?}",
-            peers
-                .iter()
-                .map(|r| (r.peer, r.verdict.clone()))
-                .collect::<Vec<_>>()
-        ));
-    }
-    for p in [Peer::CnpeGate, Peer::CnpeWait] {
-        let r = verdict_of(peers, p);
-        if r.verdict != Verdict::Rejected {
-            return Err(format!("FALSE APPROVAL by {p:?}: {}", r.detail));
-        }
-    }
-    Ok(())
 }
 
 /// Whether the release served the expected page at the expected revision (measured).
@@ -452,7 +187,7 @@ async fn trap_stale_healthy_and_reused_replica_set(f: &mut Fixture) -> Result<St
     let bad = f.bad.clone();
     let changed = f.point_at(&bad).await?;
     let (peers, waited) = f.peers(changed, &bad).await;
-    check_peers(&peers)?;
+    peers::check_peers(&peers, &[])?;
     let (ev, _) = timeout_parts(&waited)?;
     // The trap's state: the bad release's pods never get ready, so nothing is routed.
     let Err(WaitError::Timeout { unmet, .. }) = &waited else {
@@ -516,7 +251,7 @@ async fn trap_wrong_body(f: &mut Fixture) -> Result<String, String> {
     let sha = f.commit(&release, "Trap: a release whose page differs")?;
     let changed = f.point_at(&sha).await?;
     let (peers, waited) = f.peers(changed, &sha).await;
-    check_peers(&peers)?;
+    peers::check_peers(&peers, &[])?;
     let (ev, explanation) = timeout_parts(&waited)?;
     // The trap is real only if everything but the body says "serving".
     if ev.sync.as_deref() != Some("Synced")
@@ -570,7 +305,7 @@ async fn trap_operation_failed(f: &mut Fixture) -> Result<String, String> {
     )?;
     let changed = f.point_at(&sha).await?;
     let (peers, waited) = f.peers(changed, &sha).await;
-    check_peers(&peers)?;
+    peers::check_peers(&peers, &[])?;
     let (ev, explanation) = timeout_parts(&waited)?;
     if ev.observed_revision.as_deref() != Some(sha.as_str())
         || ev.operation_phase.as_deref() == Some("Succeeded")
@@ -617,7 +352,7 @@ async fn trap_branch_target(f: &mut Fixture) -> Result<String, String> {
     let branch = f.cfg.branch.clone();
     let changed = f.point_at(&branch).await?;
     let (peers, waited) = f.peers(changed, &tip).await;
-    check_peers(&peers)?;
+    peers::check_peers(&peers, &[])?;
     let (ev, explanation) = timeout_parts(&waited)?;
     if ev.target_revision.as_deref() != Some(branch.as_str()) {
         return Err(format!(

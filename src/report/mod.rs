@@ -88,6 +88,8 @@ pub struct TrialResult {
 pub enum Suite {
     Lab,
     Traps,
+    /// The any-Application gate's traps.
+    ServingTraps,
 }
 
 impl Suite {
@@ -95,6 +97,7 @@ impl Suite {
         match self {
             Suite::Lab => "lab",
             Suite::Traps => "traps",
+            Suite::ServingTraps => "serving-traps",
         }
     }
 }

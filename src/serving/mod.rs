@@ -16,6 +16,7 @@ pub mod expect;
 pub mod index;
 pub mod model;
 pub mod prober;
+pub mod release;
 pub mod run;
 pub mod verdict;
 pub mod watch;

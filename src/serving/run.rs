@@ -261,10 +261,12 @@ pub async fn run(cluster: &Cluster, opts: &Options) -> Result<Outcome, GateError
                     .find(|a| a.metadata.name.as_deref() == Some(n))
                 {
                     Some(a) => out.push(a.clone()),
-                    None => return Err(GateError::Usage(format!(
+                    None => {
+                        return Err(GateError::Usage(format!(
                         "Application {n} does not exist in namespace {} (CNPE_ARGOCD_NAMESPACE)",
                         cluster.config().argocd_namespace
-                    ))),
+                    )))
+                    }
                 }
             }
             out

@@ -2,6 +2,8 @@
 //! module prefix) and one set of evidence redactions.
 #![allow(dead_code)]
 
+pub mod peers;
+
 /// The project's snapshot settings.
 pub fn snapshot_settings() -> insta::Settings {
     let mut s = insta::Settings::clone_current();

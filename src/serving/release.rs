@@ -1,0 +1,342 @@
+//! Releases for the gate's traps and the in-cluster hook test (pure, typed k8s-openapi): the
+//! lab's nginx serving a page, varied in replicas, rollout strategy and readiness, next to a
+//! StatefulSet, with its own AppProject and Application. The lab's own manifests are
+//! [`crate::lab::manifests`] and do not change.
+
+use crate::cluster::argo::{
+    self, AppProject, AppProjectSpec, Application, ApplicationSpec, Automated, Destination,
+    GroupKind, Source, SyncPolicy,
+};
+use crate::config::Config;
+use crate::lab::manifests::{self as lab, ResourceList, NGINX_HTML_DIR};
+use k8s_openapi::api::apps::v1::{
+    Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment, StatefulSet,
+    StatefulSetSpec, StatefulSetUpdateStrategy,
+};
+use k8s_openapi::api::core::v1::{
+    Container, ContainerPort, HTTPGetAction, PodSpec, PodTemplateSpec, Probe, Service, ServicePort,
+    ServiceSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// How a Deployment rolls out (closed set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rollout {
+    Recreate,
+    RollingUpdate {
+        max_unavailable: i32,
+        max_surge: i32,
+    },
+}
+
+/// One nginx workload: its name (also its Service's and its `app` label), replicas, page and
+/// readiness path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Web {
+    pub name: String,
+    pub replicas: i32,
+    pub body: String,
+    pub readiness_path: String,
+}
+
+impl Web {
+    pub fn new(name: &str, replicas: i32, body: &str) -> Self {
+        Web {
+            name: name.into(),
+            replicas,
+            body: body.into(),
+            readiness_path: lab::HEALTHY_READINESS_PATH.into(),
+        }
+    }
+
+    /// The same workload whose pods never get ready (nginx answers 404 on the path).
+    pub fn never_ready(mut self) -> Self {
+        self.readiness_path = lab::BAD_READINESS_PATH.into();
+        self
+    }
+
+    /// The label its pods carry and its Service selects.
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([("app".to_string(), self.name.clone())])
+    }
+}
+
+fn meta(cfg: &Config, name: &str, labels: BTreeMap<String, String>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: Some(cfg.namespace.clone()),
+        labels: Some(labels),
+        ..Default::default()
+    }
+}
+
+/// The pod template: the lab's image and start script with this page and readiness path.
+pub fn pod_template(cfg: &Config, web: &Web) -> PodTemplateSpec {
+    PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(web.labels()),
+            ..Default::default()
+        }),
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "web".into(),
+                image: Some(cfg.image.clone()),
+                command: Some(vec![
+                    "/bin/sh".into(),
+                    "-c".into(),
+                    lab::start_script(&web.body, NGINX_HTML_DIR),
+                ]),
+                ports: Some(vec![ContainerPort {
+                    container_port: 80,
+                    name: Some("http".into()),
+                    ..Default::default()
+                }]),
+                readiness_probe: Some(Probe {
+                    http_get: Some(HTTPGetAction {
+                        path: Some(web.readiness_path.clone()),
+                        port: IntOrString::Int(80),
+                        ..Default::default()
+                    }),
+                    period_seconds: Some(2),
+                    failure_threshold: Some(1),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            // Old pods go at once: a trap state should not wait out a grace period.
+            termination_grace_period_seconds: Some(1),
+            ..Default::default()
+        }),
+    }
+}
+
+pub fn deployment(cfg: &Config, web: &Web, rollout: Rollout) -> Deployment {
+    let strategy = match rollout {
+        Rollout::Recreate => DeploymentStrategy {
+            type_: Some("Recreate".into()),
+            ..Default::default()
+        },
+        Rollout::RollingUpdate {
+            max_unavailable,
+            max_surge,
+        } => DeploymentStrategy {
+            type_: Some("RollingUpdate".into()),
+            rolling_update: Some(RollingUpdateDeployment {
+                max_unavailable: Some(IntOrString::Int(max_unavailable)),
+                max_surge: Some(IntOrString::Int(max_surge)),
+            }),
+        },
+    };
+    Deployment {
+        metadata: meta(cfg, &web.name, web.labels()),
+        spec: Some(DeploymentSpec {
+            replicas: Some(web.replicas),
+            progress_deadline_seconds: Some(lab::PROGRESS_DEADLINE_SECONDS),
+            strategy: Some(strategy),
+            selector: LabelSelector {
+                match_labels: Some(web.labels()),
+                ..Default::default()
+            },
+            template: pod_template(cfg, web),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+/// A StatefulSet of the same nginx; `on_delete` keeps its pods at their revision until they
+/// are deleted by hand (what Argo CD's health does not look at).
+pub fn stateful_set(cfg: &Config, web: &Web, on_delete: bool) -> StatefulSet {
+    StatefulSet {
+        metadata: meta(cfg, &web.name, web.labels()),
+        spec: Some(StatefulSetSpec {
+            replicas: Some(web.replicas),
+            service_name: Some(web.name.clone()),
+            pod_management_policy: Some("Parallel".into()),
+            update_strategy: Some(StatefulSetUpdateStrategy {
+                type_: Some(
+                    if on_delete {
+                        "OnDelete"
+                    } else {
+                        "RollingUpdate"
+                    }
+                    .into(),
+                ),
+                ..Default::default()
+            }),
+            selector: LabelSelector {
+                match_labels: Some(web.labels()),
+                ..Default::default()
+            },
+            template: pod_template(cfg, web),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+pub fn service(cfg: &Config, web: &Web) -> Service {
+    Service {
+        metadata: meta(cfg, &web.name, web.labels()),
+        spec: Some(ServiceSpec {
+            selector: Some(web.labels()),
+            ports: Some(vec![ServicePort {
+                name: Some("http".into()),
+                port: 80,
+                target_port: Some(IntOrString::Int(80)),
+                protocol: Some("TCP".into()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+fn value<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).expect("k8s-openapi types serialize")
+}
+
+/// A release: Deployments (with their rollout), StatefulSets (OnDelete or not), a Service for
+/// each, and any extra objects (the hook Job), as one `v1` List.
+#[derive(Debug, Clone, Default)]
+pub struct Release {
+    pub deployments: Vec<(Web, Rollout)>,
+    pub stateful_sets: Vec<(Web, bool)>,
+    pub extra: Vec<Value>,
+}
+
+impl Release {
+    pub fn build(&self, cfg: &Config) -> ResourceList {
+        let mut items = Vec::new();
+        for (web, rollout) in &self.deployments {
+            items.push(value(&deployment(cfg, web, *rollout)));
+            items.push(value(&service(cfg, web)));
+        }
+        for (web, on_delete) in &self.stateful_sets {
+            items.push(value(&stateful_set(cfg, web, *on_delete)));
+            items.push(value(&service(cfg, web)));
+        }
+        items.extend(self.extra.iter().cloned());
+        ResourceList {
+            api_version: "v1",
+            kind: "List",
+            items,
+        }
+    }
+}
+
+/// The project of such a release: its one repo and namespace, the kinds it deploys.
+pub fn project(cfg: &Config, kinds: &[(&str, &str)]) -> AppProject {
+    AppProject {
+        api_version: argo::API_VERSION.into(),
+        kind: "AppProject".into(),
+        metadata: ObjectMeta {
+            name: Some(cfg.project.clone()),
+            namespace: Some(cfg.argocd_namespace.clone()),
+            ..Default::default()
+        },
+        spec: AppProjectSpec {
+            description: Some("cnpe gate: one repo, one namespace".into()),
+            source_repos: vec![cfg.repo_url.clone()],
+            destinations: vec![Destination {
+                server: Some(cfg.destination_server.clone()),
+                name: None,
+                namespace: Some(cfg.namespace.clone()),
+            }],
+            namespace_resource_whitelist: Some(
+                kinds
+                    .iter()
+                    .map(|(g, k)| GroupKind {
+                        group: g.to_string(),
+                        kind: k.to_string(),
+                    })
+                    .collect(),
+            ),
+            cluster_resource_whitelist: Some(vec![]),
+        },
+    }
+}
+
+/// The Application of such a release, pinned to `target_revision`, auto-synced.
+pub fn application(cfg: &Config, target_revision: &str) -> Application {
+    Application {
+        api_version: argo::API_VERSION.into(),
+        kind: "Application".into(),
+        metadata: ObjectMeta {
+            name: Some(cfg.application.clone()),
+            namespace: Some(cfg.argocd_namespace.clone()),
+            ..Default::default()
+        },
+        spec: ApplicationSpec {
+            project: cfg.project.clone(),
+            source: Source {
+                repo_url: cfg.repo_url.clone(),
+                path: Some(lab::APP_DIR.into()),
+                target_revision: Some(target_revision.into()),
+            },
+            sources: None,
+            destination: Destination {
+                server: Some(cfg.destination_server.clone()),
+                name: None,
+                namespace: Some(cfg.namespace.clone()),
+            },
+            sync_policy: Some(SyncPolicy {
+                automated: Some(Automated {
+                    prune: true,
+                    self_heal: true,
+                }),
+            }),
+        },
+        status: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> Config {
+        Config {
+            namespace: "cnpe-gate".into(),
+            ..Config::default()
+        }
+    }
+
+    #[test]
+    fn a_release_holds_each_workload_and_its_service() {
+        let r = Release {
+            deployments: vec![(
+                Web::new("web", 3, "v1"),
+                Rollout::RollingUpdate {
+                    max_unavailable: 1,
+                    max_surge: 0,
+                },
+            )],
+            stateful_sets: vec![(Web::new("db", 2, "v1"), true)],
+            extra: vec![],
+        }
+        .build(&cfg());
+        let kinds: Vec<&str> = r
+            .items
+            .iter()
+            .map(|i| i["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["Deployment", "Service", "StatefulSet", "Service"]);
+        let d = &r.items[0];
+        assert_eq!(d["spec"]["replicas"], 3);
+        assert_eq!(d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 1);
+        assert_eq!(d["metadata"]["namespace"], "cnpe-gate");
+        assert_eq!(r.items[2]["spec"]["updateStrategy"]["type"], "OnDelete");
+        assert_eq!(r.items[2]["spec"]["serviceName"], "db");
+        let never = Web::new("web", 1, "v1").never_ready();
+        let dep = deployment(&cfg(), &never, Rollout::Recreate);
+        let probe = value(&dep)["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]
+            ["httpGet"]["path"]
+            .clone();
+        assert_eq!(probe, "/not-ready");
+    }
+}

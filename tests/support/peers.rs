@@ -1,0 +1,296 @@
+//! The common checks our traps run side by side with ours (shared by tests/traps.rs and
+//! tests/serving_traps.rs): how each is run on the real cluster and how its answer becomes a
+//! verdict. An error is its own verdict, never counted as a rejection.
+
+use cnpe_lab::cluster::kubeconfig;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The checks (closed set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Peer {
+    /// `kubectl rollout status` (per workload).
+    KubectlRolloutStatus,
+    /// The Application's sync/health read at once: approve on Synced + Healthy.
+    SyncedHealthyRead,
+    /// The same read 10 s after the change (Kargo's first fix for stale health, kargo#2205).
+    HealthyAfterCooldown,
+    /// `argocd app wait --core --sync --health` (where Argo CD runs as pods).
+    ArgocdAppWait,
+    /// One HTTP GET through the Service: approve on 200 with the expected body.
+    HttpBodyCheck,
+    /// The lab's release gate on one live observation.
+    CnpeGate,
+    /// Our `wait healthy` on the expected SHA, to its deadline.
+    CnpeWait,
+    /// `cnpe-lab gate`: every endpoint, Argo CD fresh at the SHA, every workload at it.
+    CnpeServingGate,
+}
+
+impl Peer {
+    /// Ours, as opposed to the common checks the traps are about.
+    pub fn ours(self) -> bool {
+        matches!(
+            self,
+            Peer::CnpeGate | Peer::CnpeWait | Peer::CnpeServingGate
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Approved,
+    Rejected,
+    /// The peer ran and failed for a reason of its own (a configuration error, a crash): it
+    /// said nothing about the release, so it is neither an approval nor a rejection.
+    Errored,
+    /// The peer cannot run on this cluster (the reason is in `detail`).
+    NotRun,
+}
+
+impl Verdict {
+    /// A command-line peer's verdict: exit 0 approves; a non-zero exit is a rejection only
+    /// when the output says the release was judged (`judged` holds), else the peer errored.
+    pub fn of_command(code: Option<i32>, output: &str, judged: &[&str]) -> Verdict {
+        match code {
+            Some(0) => Verdict::Approved,
+            _ if judged.iter().any(|j| output.contains(j)) => Verdict::Rejected,
+            _ => Verdict::Errored,
+        }
+    }
+
+    pub fn of(approved: bool) -> Verdict {
+        if approved {
+            Verdict::Approved
+        } else {
+            Verdict::Rejected
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PeerResult {
+    pub peer: Peer,
+    /// What it checked, when a peer runs once per workload ("deploy/web").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    pub verdict: Verdict,
+    /// From the change to the verdict.
+    pub seconds: f64,
+    pub detail: String,
+}
+
+impl PeerResult {
+    pub fn new(peer: Peer, verdict: Verdict, since: Instant, detail: impl Into<String>) -> Self {
+        PeerResult {
+            peer,
+            subject: None,
+            verdict,
+            seconds: since.elapsed().as_secs_f64(),
+            detail: detail.into(),
+        }
+    }
+
+    pub fn on(mut self, subject: &str) -> Self {
+        self.subject = Some(subject.into());
+        self
+    }
+}
+
+/// Why `argocd app wait --core` cannot run on a cluster whose Argo CD runs as host processes.
+pub const NOT_PODS: &str = "Argo CD does not run as pods here";
+
+pub fn find_tool(name: &str, env: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(env) {
+        return Some(p.into());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/var/cache/cnpe-hermetic/bin")])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Runs a peer's command; returns its exit code and its output's last line.
+pub async fn run_tool(
+    program: &PathBuf,
+    args: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+    timeout: Duration,
+) -> (Option<i32>, String) {
+    let child = tokio::process::Command::new(program)
+        .args(args)
+        .envs(env.iter().copied())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(timeout, child).await {
+        Ok(Ok(out)) => {
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            (
+                out.status.code(),
+                text.lines().last().unwrap_or("").trim().to_string(),
+            )
+        }
+        Ok(Err(e)) => (None, format!("could not run: {e}")),
+        Err(_) => (None, format!("no answer within {timeout:?}")),
+    }
+}
+
+/// `kubectl rollout status WORKLOAD` in `ns`, to `deadline`.
+pub async fn rollout_status(ns: &str, workload: &str, deadline: Duration) -> PeerResult {
+    let since = Instant::now();
+    let Some(k) = find_tool("kubectl", "CNPE_KUBECTL") else {
+        return PeerResult::new(
+            Peer::KubectlRolloutStatus,
+            Verdict::NotRun,
+            since,
+            "kubectl not found",
+        )
+        .on(workload);
+    };
+    let t = format!("--timeout={}s", deadline.as_secs());
+    let (code, detail) = run_tool(
+        &k,
+        &["-n", ns, "rollout", "status", workload, &t],
+        &[],
+        deadline + Duration::from_secs(5),
+    )
+    .await;
+    let verdict = Verdict::of_command(
+        code,
+        &detail,
+        &["timed out", "exceeded its progress deadline"],
+    );
+    PeerResult::new(Peer::KubectlRolloutStatus, verdict, since, detail).on(workload)
+}
+
+/// Whether Argo CD runs as pods in `argocd_namespace` (else `argocd --core` cannot run).
+pub async fn argo_runs_as_pods(client: kube::Client, argocd_namespace: &str) -> bool {
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(client, argocd_namespace);
+    let lp = kube::api::ListParams::default().labels("app.kubernetes.io/name=argocd-repo-server");
+    pods.list(&lp)
+        .await
+        .map(|l| !l.items.is_empty())
+        .unwrap_or(false)
+}
+
+/// `argocd app wait NS/APP --core --sync --health` to `deadline`, with a kube context whose
+/// namespace is Argo CD's (core mode reads it there, argo-cd#7721).
+pub async fn argocd_app_wait(
+    as_pods: bool,
+    argocd_namespace: &str,
+    app: &str,
+    deadline: Duration,
+) -> PeerResult {
+    let since = Instant::now();
+    let peer = Peer::ArgocdAppWait;
+    if !as_pods {
+        return PeerResult::new(
+            peer,
+            Verdict::NotRun,
+            since,
+            format!("{NOT_PODS} (--core port-forwards to its pods)"),
+        );
+    }
+    let Some(a) = find_tool("argocd", "CNPE_ARGOCD") else {
+        return PeerResult::new(peer, Verdict::NotRun, since, "argocd CLI not found");
+    };
+    let overlay = kubeconfig::with_namespace(&kubeconfig::Source::from_env(), argocd_namespace)
+        .and_then(|(doc, rest)| {
+            let dir = tempfile::tempdir()?;
+            let path = dir.path().join("argocd-core.kubeconfig");
+            std::fs::write(&path, doc)?;
+            let mut list = path.into_os_string();
+            list.push(":");
+            list.push(rest);
+            Ok((dir, list))
+        });
+    let (_dir, kubeconfig) = match overlay {
+        Ok(x) => x,
+        Err(e) => {
+            return PeerResult::new(
+                peer,
+                Verdict::Errored,
+                since,
+                format!("no kube context for core mode: {e:#}"),
+            )
+        }
+    };
+    let t = deadline.as_secs().to_string();
+    let target = format!("{argocd_namespace}/{app}");
+    let (code, detail) = run_tool(
+        &a,
+        &[
+            "app",
+            "wait",
+            &target,
+            "--core",
+            "--sync",
+            "--health",
+            "--timeout",
+            &t,
+        ],
+        &[("KUBECONFIG", kubeconfig.as_os_str())],
+        deadline + Duration::from_secs(5),
+    )
+    .await;
+    let verdict = Verdict::of_command(code, &detail, &["timed out", "Degraded", "degraded"]);
+    PeerResult::new(peer, verdict, since, detail)
+}
+
+/// The trap's peers did what a trap is about: every peer that can run on this cluster ran
+/// (an error is not a verdict; `allowed_errors` names peer/subject pairs whose error is the
+/// peer's own answer, like `kubectl rollout status` refusing an OnDelete StatefulSet), at
+/// least one common check approved (the false approval the trap exists for), and all of ours
+/// rejected.
+pub fn check_peers(peers: &[PeerResult], allowed_errors: &[(Peer, &str)]) -> Result<(), String> {
+    for r in peers {
+        let allowed_not_run = r.peer == Peer::ArgocdAppWait && r.detail.starts_with(NOT_PODS);
+        let allowed_error = allowed_errors
+            .iter()
+            .any(|(p, s)| *p == r.peer && r.subject.as_deref() == Some(*s));
+        match r.verdict {
+            Verdict::Errored if !allowed_error => {
+                return Err(format!(
+                    "peer {:?} {} did not run properly: {}",
+                    r.peer,
+                    r.subject.as_deref().unwrap_or(""),
+                    r.detail
+                ))
+            }
+            Verdict::NotRun if !allowed_not_run => {
+                return Err(format!(
+                    "peer {:?} should run on this cluster but did not: {}",
+                    r.peer, r.detail
+                ))
+            }
+            _ => {}
+        }
+    }
+    if !peers
+        .iter()
+        .any(|r| !r.peer.ours() && r.verdict == Verdict::Approved)
+    {
+        return Err(format!(
+            "no common check approved, so this is not a false-approval trap here: {:?}",
+            peers
+                .iter()
+                .map(|r| (r.peer, r.subject.clone(), r.verdict.clone()))
+                .collect::<Vec<_>>()
+        ));
+    }
+    for r in peers.iter().filter(|r| r.peer.ours()) {
+        if r.verdict != Verdict::Rejected {
+            return Err(format!("FALSE APPROVAL by {:?}: {}", r.peer, r.detail));
+        }
+    }
+    Ok(())
+}
