@@ -54,8 +54,7 @@ impl From<&Evidence> for Observation {
 impl Observation {
     /// Argo says Synced while nothing serves: the lab's point.
     pub fn synced_not_serving(&self) -> bool {
-        self.sync.as_deref() == Some("Synced")
-            && (self.ready_endpoints == 0 || self.http_code != Some(200))
+        self.sync.as_deref() == Some("Synced") && self.not_serving()
     }
 }
 
@@ -283,6 +282,37 @@ mod tests {
         assert_eq!(read_all(&p).unwrap(), vec![a.clone(), b.clone()]);
         assert!(!a.synced_not_serving() && b.synced_not_serving());
         assert_eq!(std::fs::read_to_string(&p).unwrap().lines().count(), 2);
+    }
+
+    #[test]
+    fn concurrent_appends_keep_every_line_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("observations.ndjson");
+        let (writers, each) = (8, 200);
+        std::thread::scope(|s| {
+            for w in 0..writers {
+                let p = &p;
+                s.spawn(move || {
+                    for i in 0..each {
+                        let mut o = obs(&format!("w{w}-{i}"), "Synced", i, Some(200));
+                        // Long lines make a torn write likely if appends were not atomic.
+                        o.target_revision = Some("x".repeat(3000));
+                        append(p, &o).unwrap();
+                    }
+                });
+            }
+        });
+        let all = read_all(&p).unwrap();
+        assert_eq!(all.len(), writers * each as usize);
+        for w in 0..writers {
+            let mine: Vec<i64> = all
+                .iter()
+                .filter(|o| o.at.starts_with(&format!("w{w}-")))
+                .map(|o| o.ready_endpoints)
+                .collect();
+            // Each writer's lines are all there, in the order it wrote them.
+            assert_eq!(mine, (0..each).collect::<Vec<_>>(), "writer {w}");
+        }
     }
 
     #[test]

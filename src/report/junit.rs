@@ -59,12 +59,22 @@ pub fn to_junit_xml(suite_name: &str, trials: &[TrialRecord]) -> Result<String> 
     Ok(r.to_string()?)
 }
 
-/// Writes `junit-<suite>.xml` and rebuilds `junit.xml` from every suite file in `dir`.
+/// Writes `junit-<suite>.xml` and rebuilds `junit.xml` from every suite file in `dir`, under
+/// a lock: two suites finishing together each keep their suite in `junit.xml`. Both files are
+/// replaced atomically (a reader never sees half of one).
 pub fn write_junit(dir: &Path, suite_name: &str, trials: &[TrialRecord]) -> Result<PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let lock_path = dir.join(".junit.lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("opening {}", lock_path.display()))?;
+    lock.lock()
+        .with_context(|| format!("locking {}", lock_path.display()))?;
     let own = dir.join(format!("junit-{suite_name}.xml"));
-    std::fs::write(&own, to_junit_xml(suite_name, trials)?)
-        .with_context(|| format!("writing {}", own.display()))?;
+    replace(&own, &to_junit_xml(suite_name, trials)?)?;
     let mut all = Report::new("cnpe-lab");
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
         .flatten()
@@ -84,9 +94,20 @@ pub fn write_junit(dir: &Path, suite_name: &str, trials: &[TrialRecord]) -> Resu
         all.add_test_suites(parsed.test_suites);
     }
     let path = dir.join("junit.xml");
-    std::fs::write(&path, all.to_string()?)
-        .with_context(|| format!("writing {}", path.display()))?;
+    replace(&path, &all.to_string()?)?;
     Ok(path)
+}
+
+/// Writes `path` through a temporary file renamed over it.
+fn replace(path: &Path, text: &str) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("replacing {}", path.display()))?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -128,6 +149,55 @@ mod tests {
         );
         assert!(xml.contains("health: want Degraded"), "{xml}");
         assert!(xml.contains("<skipped"), "{xml}");
+    }
+
+    #[test]
+    fn failure_text_with_markup_characters_round_trips() {
+        let nasty = "want <body> & \"quotes\" 'apos' ]]> <![CDATA[ x ]]>\nline 2 & <b>";
+        let xml = to_junit_xml(
+            "traps",
+            &[TrialRecord {
+                name: "t<&>".into(),
+                outcome: TrialOutcome::Failed {
+                    message: nasty.into(),
+                },
+                seconds: 1.0,
+            }],
+        )
+        .unwrap();
+        let r = Report::deserialize_from_str(&xml).unwrap();
+        let case = &r.test_suites[0].test_cases[0];
+        assert_eq!(case.name.as_str(), "t<&>");
+        let TestCaseStatus::NonSuccess { description, .. } = &case.status else {
+            panic!("not a failure: {:?}", case.status)
+        };
+        assert_eq!(
+            description.as_ref().map(|d| d.to_string()).as_deref(),
+            Some(nasty)
+        );
+    }
+
+    #[test]
+    fn suites_finishing_together_both_reach_junit_xml() {
+        for round in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let names = ["lab", "traps", "serving-traps", "extra"];
+            std::thread::scope(|s| {
+                for n in names {
+                    let d = dir.path();
+                    s.spawn(move || write_junit(d, n, &trials()).unwrap());
+                }
+            });
+            let r = Report::deserialize_from_str(
+                &std::fs::read_to_string(dir.path().join("junit.xml")).unwrap(),
+            )
+            .unwrap();
+            let mut got: Vec<&str> = r.test_suites.iter().map(|s| s.name.as_str()).collect();
+            got.sort();
+            let mut want = names.to_vec();
+            want.sort();
+            assert_eq!(got, want, "round {round}");
+        }
     }
 
     #[test]

@@ -341,4 +341,40 @@ mod tests {
             .to_string()
             .contains("no observations"));
     }
+
+    /// The x coordinates of the rectangles outlined in the outage red (the shaded windows).
+    fn shaded_extents(svg: &str) -> Vec<(f64, f64)> {
+        let attr = |tag: &str, name: &str| -> Option<f64> {
+            let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+            tag[at..].split('"').next()?.parse().ok()
+        };
+        svg.split("<rect")
+            .skip(1)
+            .map(|r| &r[..r.find("/>").unwrap_or(r.len())])
+            .filter(|r| r.contains("stroke=\"#E53935\""))
+            .filter_map(|r| Some((attr(r, "x")?, attr(r, "x")? + attr(r, "width")?)))
+            .collect()
+    }
+
+    #[test]
+    fn the_shaded_window_spans_exactly_the_synced_but_not_serving_observations() {
+        let (good, bad) = ("1".repeat(40), "2".repeat(40));
+        let run = vec![
+            obs(0, "Synced", "Healthy", &good, 1, Some(200)),
+            obs(4, "OutOfSync", "Healthy", &good, 1, Some(200)),
+            obs(6, "Synced", "Progressing", &bad, 0, Some(503)),
+            obs(30, "Synced", "Degraded", &bad, 0, Some(503)),
+            obs(38, "Synced", "Healthy", &good, 1, Some(200)),
+        ];
+        let svg = render_svg(&run, &[]).unwrap();
+        let got = shaded_extents(&svg);
+        // No marks: the axis runs from 0 to the last observation + 2 s.
+        let (t_end, plot_w) = (40.0, (WIDTH as i32 - LEFT - RIGHT) as f64);
+        let x = |t: f64| LEFT as f64 + t / t_end * plot_w;
+        assert_eq!(got.len(), 1, "one window expected: {got:?}");
+        let (a, b) = got[0];
+        assert!((a - x(6.0)).abs() <= 1.5, "starts at {a}, want {}", x(6.0));
+        assert!((b - x(38.0)).abs() <= 1.5, "ends at {b}, want {}", x(38.0));
+        assert!(svg.contains("Synced but not serving (32.0s)"));
+    }
 }
