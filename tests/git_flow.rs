@@ -6,6 +6,7 @@ use cnpe_lab::config::Config;
 use cnpe_lab::lab::git::{ensure_bare, GitOps};
 use cnpe_lab::lab::history::{self, CHECK_NAMES};
 use cnpe_lab::lab::manifests::{self, to_file_bytes, RELEASE_PATH};
+use cnpe_lab::lock::LabLock;
 use git2::{Oid, Repository};
 use std::path::Path;
 use std::process::Command;
@@ -13,6 +14,8 @@ use std::process::Command;
 struct Lab {
     _dir: tempfile::TempDir,
     cfg: Config,
+    /// The lab's own lock, as `cnpe-lab run` holds it: what `GitOps::prepare` requires.
+    lock: LabLock,
 }
 
 fn lab() -> Lab {
@@ -23,7 +26,12 @@ fn lab() -> Lab {
         evidence_dir: dir.path().join("cnpe"),
         ..Config::default()
     };
-    Lab { _dir: dir, cfg }
+    let lock = cnpe_lab::lock::acquire(&cfg.evidence_dir).unwrap();
+    Lab {
+        _dir: dir,
+        cfg,
+        lock,
+    }
 }
 
 fn bare(l: &Lab) -> Repository {
@@ -32,7 +40,7 @@ fn bare(l: &Lab) -> Repository {
 
 /// Steps 1, 4 and 6 exactly as the lab does them.
 fn run_flow(l: &Lab) -> (GitOps, Oid, Oid, Oid) {
-    let g = GitOps::prepare(&l.cfg).unwrap();
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
     let base = commit(&g, &manifests::baseline_release(&l.cfg), "Baseline release");
     g.push().unwrap();
     let bad = commit(
@@ -159,7 +167,7 @@ fn force_pushed_branch_fails_reachability() {
 #[test]
 fn bad_commit_that_also_changes_the_image_fails() {
     let l = lab();
-    let g = GitOps::prepare(&l.cfg).unwrap();
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
     let base = commit(&g, &manifests::baseline_release(&l.cfg), "base");
     let mut bad_cfg = l.cfg.clone();
     bad_cfg.image = "docker.io/library/nginx:1.28-alpine".into();
@@ -179,7 +187,7 @@ fn bad_commit_that_also_changes_the_image_fails() {
 #[test]
 fn commit_refuses_a_staged_extra_file() {
     let l = lab();
-    let g = GitOps::prepare(&l.cfg).unwrap();
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
     let base = commit(&g, &manifests::baseline_release(&l.cfg), "base");
     std::fs::write(g.workdir().join("app/extra.json"), "{}").unwrap();
     let mut index = g.repo.index().unwrap();
@@ -198,7 +206,7 @@ fn commit_refuses_a_staged_extra_file() {
 #[test]
 fn bad_commit_that_also_adds_a_file_fails() {
     let l = lab();
-    let g = GitOps::prepare(&l.cfg).unwrap();
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
     let base = commit(&g, &manifests::baseline_release(&l.cfg), "base");
     // Made with git itself: the release change plus an extra file in one commit.
     std::fs::write(
@@ -229,7 +237,7 @@ fn bad_commit_that_also_adds_a_file_fails() {
 #[test]
 fn recovery_whose_tree_differs_from_the_baseline_fails() {
     let l = lab();
-    let g = GitOps::prepare(&l.cfg).unwrap();
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
     let base = commit(&g, &manifests::baseline_release(&l.cfg), "base");
     let bad = commit(&g, &manifests::bad_release(&l.cfg), "bad");
     // A "fix forward" that keeps the message form of a revert but changes something else.
@@ -250,7 +258,7 @@ fn recovery_whose_tree_differs_from_the_baseline_fails() {
 #[test]
 fn recovery_that_is_not_a_revert_fails() {
     let l = lab();
-    let g = GitOps::prepare(&l.cfg).unwrap();
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
     let base = commit(&g, &manifests::baseline_release(&l.cfg), "base");
     let bad = commit(&g, &manifests::bad_release(&l.cfg), "bad");
     // Same tree as the baseline, but written by hand: not git's revert of the bad commit.
@@ -306,7 +314,7 @@ fn push_that_would_not_fast_forward_is_refused_and_the_remote_kept() {
 #[test]
 fn an_interrupted_commit_of_the_same_bytes_is_completed_on_resume() {
     let l = lab();
-    let g = GitOps::prepare(&l.cfg).unwrap();
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
     let base = commit(&g, &manifests::baseline_release(&l.cfg), "base");
     let bad = to_file_bytes(&manifests::bad_release(&l.cfg));
     std::fs::write(g.workdir().join(RELEASE_PATH), &bad).unwrap();
@@ -338,7 +346,7 @@ fn an_interrupted_commit_of_the_same_bytes_is_completed_on_resume() {
 #[test]
 fn an_interrupted_revert_is_recognised_and_its_checkout_finished() {
     let l = lab();
-    let g = GitOps::prepare(&l.cfg).unwrap();
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
     let base = commit(&g, &manifests::baseline_release(&l.cfg), "Baseline release");
     let bad_bytes = to_file_bytes(&manifests::bad_release(&l.cfg));
     let bad = g
@@ -389,7 +397,7 @@ fn an_interrupted_revert_is_recognised_and_its_checkout_finished() {
 #[test]
 fn dirty_working_copy_is_refused() {
     let l = lab();
-    let g = GitOps::prepare(&l.cfg).unwrap();
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
     commit(&g, &manifests::baseline_release(&l.cfg), "base");
     std::fs::write(g.workdir().join(RELEASE_PATH), "edited by hand").unwrap();
     let err = g
@@ -414,7 +422,7 @@ fn dirty_working_copy_is_refused() {
 fn working_copy_without_origin_is_refused() {
     let l = lab();
     Repository::init(&l.cfg.gitops_dir).unwrap();
-    let err = GitOps::prepare(&l.cfg).err().unwrap().to_string();
+    let err = GitOps::prepare(&l.cfg, &l.lock).err().unwrap().to_string();
     assert!(err.contains("no remote \"origin\""), "{err}");
 }
 
@@ -423,7 +431,7 @@ fn bare_repo_path_that_is_a_file_is_refused_and_kept() {
     let l = lab();
     std::fs::create_dir_all(l.cfg.bare_repo.parent().unwrap()).unwrap();
     std::fs::write(&l.cfg.bare_repo, "not a repo").unwrap();
-    let err = GitOps::prepare(&l.cfg).err().unwrap().to_string();
+    let err = GitOps::prepare(&l.cfg, &l.lock).err().unwrap().to_string();
     assert!(
         err.contains("app.git") && err.contains("not a directory"),
         "{err}"
@@ -439,7 +447,7 @@ fn non_empty_directory_is_not_taken_over() {
     let l = lab();
     std::fs::create_dir_all(&l.cfg.gitops_dir).unwrap();
     std::fs::write(l.cfg.gitops_dir.join("notes.txt"), "mine").unwrap();
-    let err = GitOps::prepare(&l.cfg).err().unwrap().to_string();
+    let err = GitOps::prepare(&l.cfg, &l.lock).err().unwrap().to_string();
     assert!(err.contains("not a git working copy"), "{err}");
 }
 

@@ -14,8 +14,8 @@ mod support;
 
 use cnpe_lab::cluster::kubeconfig;
 use cnpe_lab::config::Config;
-use cnpe_lab::lab::git::GitOps;
 use cnpe_lab::lab::manifests;
+use cnpe_lab::lock::LabLock;
 use cnpe_lab::observe::evidence::Evidence;
 use cnpe_lab::observe::observer;
 use cnpe_lab::observe::observer::WaitError;
@@ -608,7 +608,7 @@ async fn trap_operation_failed(f: &mut Fixture) -> Result<String, String> {
 /// 5: targetRevision is a branch name. The branch tip serves the right page, but what it means
 /// moves with every push: no revision-pinned approval can hold.
 async fn trap_branch_target(f: &mut Fixture) -> Result<String, String> {
-    let git = GitOps::prepare(&f.cfg).map_err(|e| format!("{e:#}"))?;
+    let git = f.git()?;
     let tip = git
         .head()
         .map_err(|e| format!("{e:#}"))?
@@ -692,9 +692,13 @@ struct Shared {
     reporter: Option<Reporter>,
 }
 
-fn connect(rt: &tokio::runtime::Runtime, cfg: Config) -> Result<Fixture, support::NotRun> {
+fn connect(
+    rt: &tokio::runtime::Runtime,
+    cfg: Config,
+    lock: LabLock,
+) -> Result<Fixture, support::NotRun> {
     rt.block_on(async {
-        let mut lab = support::LabCluster::connect(cfg).await?;
+        let mut lab = support::LabCluster::connect(cfg, lock).await?;
         // Start from the recovered release, serving (an interrupted earlier run may not have).
         lab.restore().await.map_err(support::NotRun::Broken)?;
         Ok(Fixture {
@@ -717,7 +721,7 @@ fn main() {
         availability: suite.availability,
         reporter,
     });
-    let (args, provisioned, _lock) = (suite.args, suite.provisioned, suite.lock);
+    let (args, provisioned) = (suite.args, suite.provisioned);
     let mut trials: Vec<Trial> = TRAPS
         .iter()
         .map(|(name, trap)| {
