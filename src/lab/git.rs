@@ -254,6 +254,11 @@ impl GitOps {
             })
         })?;
         if left > 0 {
+            // The index first: a checkout leaves alone an entry whose file already matches HEAD,
+            // and a kill after the file write and before the index write left exactly that.
+            let mut index = self.repo.index()?;
+            index.read_tree(&self.repo.find_commit(head)?.tree()?)?;
+            index.write()?;
             self.repo
                 .checkout_head(Some(CheckoutBuilder::new().force()))?;
         }
