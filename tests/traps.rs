@@ -753,6 +753,28 @@ fn main() {
             })
         })
     }));
+    // The same, with the lock file a kill inside a Git write leaves: a stale index.lock after a
+    // kill (seen on a fresh machine) and the bare repository's branch lock must be resumed 12/12.
+    for (step, stale, what) in [
+        (
+            cnpe_lab::lab::step::Step::ReleaseBadCommit,
+            kills::StaleLock::WorkingCopyIndex,
+            "then_a_stale_index_lock",
+        ),
+        (
+            cnpe_lab::lab::step::Step::RevertThroughGit,
+            kills::StaleLock::BareBranch,
+            "then_a_stale_bare_branch_lock",
+        ),
+    ] {
+        let shared = shared.clone();
+        let name = format!("fault_sigkill_in_{}_{what}", step.trial_name());
+        trials.push(Trial::ignorable_test(name.clone(), move || {
+            run_trial(&shared, &name, move |f| {
+                Box::pin(kills::killed_in_leaving(&mut f.lab, step, Some(stale)))
+            })
+        }));
+    }
     // Off the cluster, as root: the evidence directory on a full and a read-only filesystem.
     for (name, trial) in [
         (
