@@ -6,6 +6,7 @@ use cnpe_lab::config::Config;
 use cnpe_lab::lab::git::{ensure_bare, GitOps};
 use cnpe_lab::lab::history::{self, CHECK_NAMES};
 use cnpe_lab::lab::manifests::{self, to_file_bytes, RELEASE_PATH};
+use cnpe_lab::lock::LabLock;
 use git2::{Oid, Repository};
 use std::path::Path;
 use std::process::Command;
@@ -13,6 +14,8 @@ use std::process::Command;
 struct Lab {
     _dir: tempfile::TempDir,
     cfg: Config,
+    /// The lab's own lock, as `cnpe-lab run` holds it: what `GitOps::prepare` requires.
+    lock: LabLock,
 }
 
 fn lab() -> Lab {
@@ -23,7 +26,12 @@ fn lab() -> Lab {
         evidence_dir: dir.path().join("cnpe"),
         ..Config::default()
     };
-    Lab { _dir: dir, cfg }
+    let lock = cnpe_lab::lock::acquire(&cfg.evidence_dir).unwrap();
+    Lab {
+        _dir: dir,
+        cfg,
+        lock,
+    }
 }
 
 fn bare(l: &Lab) -> Repository {
@@ -32,7 +40,7 @@ fn bare(l: &Lab) -> Repository {
 
 /// Steps 1, 4 and 6 exactly as the lab does them.
 fn run_flow(l: &Lab) -> (GitOps, Oid, Oid, Oid) {
-    let g = GitOps::prepare(&l.cfg).unwrap();
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
     let base = commit(&g, &manifests::baseline_release(&l.cfg), "Baseline release");
     g.push().unwrap();
     let bad = commit(
@@ -159,7 +167,7 @@ fn force_pushed_branch_fails_reachability() {
 #[test]
 fn bad_commit_that_also_changes_the_image_fails() {
     let l = lab();
-    let g = GitOps::prepare(&l.cfg).unwrap();
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
     let base = commit(&g, &manifests::baseline_release(&l.cfg), "base");
     let mut bad_cfg = l.cfg.clone();
     bad_cfg.image = "docker.io/library/nginx:1.28-alpine".into();
@@ -179,7 +187,7 @@ fn bad_commit_that_also_changes_the_image_fails() {
 #[test]
 fn commit_refuses_a_staged_extra_file() {
     let l = lab();
-    let g = GitOps::prepare(&l.cfg).unwrap();
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
     let base = commit(&g, &manifests::baseline_release(&l.cfg), "base");
     std::fs::write(g.workdir().join("app/extra.json"), "{}").unwrap();
     let mut index = g.repo.index().unwrap();
@@ -198,7 +206,7 @@ fn commit_refuses_a_staged_extra_file() {
 #[test]
 fn bad_commit_that_also_adds_a_file_fails() {
     let l = lab();
-    let g = GitOps::prepare(&l.cfg).unwrap();
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
     let base = commit(&g, &manifests::baseline_release(&l.cfg), "base");
     // Made with git itself: the release change plus an extra file in one commit.
     std::fs::write(
@@ -229,7 +237,7 @@ fn bad_commit_that_also_adds_a_file_fails() {
 #[test]
 fn recovery_whose_tree_differs_from_the_baseline_fails() {
     let l = lab();
-    let g = GitOps::prepare(&l.cfg).unwrap();
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
     let base = commit(&g, &manifests::baseline_release(&l.cfg), "base");
     let bad = commit(&g, &manifests::bad_release(&l.cfg), "bad");
     // A "fix forward" that keeps the message form of a revert but changes something else.
@@ -250,7 +258,7 @@ fn recovery_whose_tree_differs_from_the_baseline_fails() {
 #[test]
 fn recovery_that_is_not_a_revert_fails() {
     let l = lab();
-    let g = GitOps::prepare(&l.cfg).unwrap();
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
     let base = commit(&g, &manifests::baseline_release(&l.cfg), "base");
     let bad = commit(&g, &manifests::bad_release(&l.cfg), "bad");
     // Same tree as the baseline, but written by hand: not git's revert of the bad commit.
@@ -306,7 +314,7 @@ fn push_that_would_not_fast_forward_is_refused_and_the_remote_kept() {
 #[test]
 fn an_interrupted_commit_of_the_same_bytes_is_completed_on_resume() {
     let l = lab();
-    let g = GitOps::prepare(&l.cfg).unwrap();
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
     let base = commit(&g, &manifests::baseline_release(&l.cfg), "base");
     let bad = to_file_bytes(&manifests::bad_release(&l.cfg));
     std::fs::write(g.workdir().join(RELEASE_PATH), &bad).unwrap();
@@ -338,7 +346,7 @@ fn an_interrupted_commit_of_the_same_bytes_is_completed_on_resume() {
 #[test]
 fn an_interrupted_revert_is_recognised_and_its_checkout_finished() {
     let l = lab();
-    let g = GitOps::prepare(&l.cfg).unwrap();
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
     let base = commit(&g, &manifests::baseline_release(&l.cfg), "Baseline release");
     let bad_bytes = to_file_bytes(&manifests::bad_release(&l.cfg));
     let bad = g
@@ -389,7 +397,7 @@ fn an_interrupted_revert_is_recognised_and_its_checkout_finished() {
 #[test]
 fn dirty_working_copy_is_refused() {
     let l = lab();
-    let g = GitOps::prepare(&l.cfg).unwrap();
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
     commit(&g, &manifests::baseline_release(&l.cfg), "base");
     std::fs::write(g.workdir().join(RELEASE_PATH), "edited by hand").unwrap();
     let err = g
@@ -414,7 +422,7 @@ fn dirty_working_copy_is_refused() {
 fn working_copy_without_origin_is_refused() {
     let l = lab();
     Repository::init(&l.cfg.gitops_dir).unwrap();
-    let err = GitOps::prepare(&l.cfg).err().unwrap().to_string();
+    let err = GitOps::prepare(&l.cfg, &l.lock).err().unwrap().to_string();
     assert!(err.contains("no remote \"origin\""), "{err}");
 }
 
@@ -423,7 +431,7 @@ fn bare_repo_path_that_is_a_file_is_refused_and_kept() {
     let l = lab();
     std::fs::create_dir_all(l.cfg.bare_repo.parent().unwrap()).unwrap();
     std::fs::write(&l.cfg.bare_repo, "not a repo").unwrap();
-    let err = GitOps::prepare(&l.cfg).err().unwrap().to_string();
+    let err = GitOps::prepare(&l.cfg, &l.lock).err().unwrap().to_string();
     assert!(
         err.contains("app.git") && err.contains("not a directory"),
         "{err}"
@@ -439,7 +447,7 @@ fn non_empty_directory_is_not_taken_over() {
     let l = lab();
     std::fs::create_dir_all(&l.cfg.gitops_dir).unwrap();
     std::fs::write(l.cfg.gitops_dir.join("notes.txt"), "mine").unwrap();
-    let err = GitOps::prepare(&l.cfg).err().unwrap().to_string();
+    let err = GitOps::prepare(&l.cfg, &l.lock).err().unwrap().to_string();
     assert!(err.contains("not a git working copy"), "{err}");
 }
 
@@ -505,4 +513,386 @@ fn git_daemon_serves_the_pushed_sha_over_git_protocol() {
         .unwrap();
     assert_eq!(head, rec);
     assert!(cloned.find_commit(rec).is_ok());
+}
+
+// ---- crash windows: what a SIGKILL inside each Git write leaves, and the resume through it
+
+/// Which repository a lock file is in.
+#[derive(Debug, Clone, Copy)]
+enum Repo {
+    WorkingCopy,
+    Bare,
+}
+
+/// Where in the lab's Git writes the run was killed; each sets up the state that kill leaves
+/// (before its lock file) and then performs the lab's next operation, as the resumed step does.
+#[derive(Debug, Clone, Copy)]
+enum Window {
+    /// In `commit_file` of the bad release: the file written (and, with `staged`, the index
+    /// too: then the kill came in the ref update), nothing committed.
+    Commit { staged: bool },
+    /// In the revert before its commit: HEAD is still the bad commit.
+    RevertCommit,
+    /// In the revert's checkout: HEAD is the revert, its file written, the index not yet.
+    RevertCheckout,
+    /// In the push of the bad commit into the bare repository: nothing pushed.
+    Push,
+    /// In the push, after the bare repository took the commit, before the working copy's
+    /// remote-tracking branch was updated.
+    PushTracking,
+}
+
+/// The lab after steps 1-3: the baseline committed and pushed. Returns the working copy and
+/// the baseline.
+fn after_baseline(l: &Lab) -> (GitOps, Oid) {
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
+    let base = commit(&g, &manifests::baseline_release(&l.cfg), "Baseline release");
+    g.push().unwrap();
+    (g, base)
+}
+
+fn bad_bytes(l: &Lab) -> Vec<u8> {
+    to_file_bytes(&manifests::bad_release(&l.cfg))
+}
+
+/// The lock file as libgit2 leaves it when killed: created with O_EXCL, nothing flushed yet.
+fn leave_lock(path: &Path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o666)
+        .open(path)
+        .unwrap();
+}
+
+fn lock_path(l: &Lab, repo: Repo, rel: &str) -> std::path::PathBuf {
+    match repo {
+        Repo::WorkingCopy => l.cfg.gitops_dir.join(".git").join(rel),
+        Repo::Bare => l.cfg.bare_repo.join(rel),
+    }
+}
+
+fn branch_tip(repo: &Repository, name: &str) -> Option<Oid> {
+    repo.find_reference(name).ok()?.target()
+}
+
+/// Sets up what a kill in `window` leaves besides its lock file. Returns the bad commit, once
+/// there is one.
+fn reach(l: &Lab, g: &GitOps, window: Window) -> Option<Oid> {
+    let bad = bad_bytes(l);
+    match window {
+        Window::Commit { staged } => {
+            std::fs::write(g.workdir().join(RELEASE_PATH), &bad).unwrap();
+            if staged {
+                git(g.workdir(), &["add", RELEASE_PATH]);
+            }
+            None
+        }
+        Window::RevertCommit | Window::RevertCheckout | Window::PushTracking => {
+            let oid = g.commit_file(RELEASE_PATH, &bad, BAD_MESSAGE).unwrap();
+            g.push().unwrap();
+            match window {
+                Window::RevertCheckout => {
+                    let hex = oid.to_string();
+                    let revert = [GIT_AS_X.as_slice(), &["revert", "--no-edit", &hex]].concat();
+                    git(g.workdir(), &revert);
+                    // The checkout wrote the file; the kill came before the index: it still
+                    // holds the bad commit's tree.
+                    git(g.workdir(), &["read-tree", &hex]);
+                }
+                Window::PushTracking => {
+                    // The bare repository took it; the remote-tracking branch was not updated.
+                    let base = g.repo.find_commit(oid).unwrap().parent_id(0).unwrap();
+                    let tracking = format!("refs/remotes/origin/{}", l.cfg.branch);
+                    git(g.workdir(), &["update-ref", &tracking, &base.to_string()]);
+                }
+                _ => {}
+            }
+            Some(oid)
+        }
+        Window::Push => Some(g.commit_file(RELEASE_PATH, &bad, BAD_MESSAGE).unwrap()),
+    }
+}
+
+const BAD_MESSAGE: &str = "Readiness probe on /not-ready";
+const GIT_AS_X: [&str; 4] = ["-c", "user.name=x", "-c", "user.email=x@x"];
+
+/// The lab's next operation after a kill in `window`, as the resumed step performs it, on a
+/// working copy opened anew (as the resumed run does). Returns it and the new branch tip.
+fn resume(l: &Lab, window: Window, bad: Option<Oid>) -> Result<(GitOps, Oid), String> {
+    let err = |e: anyhow::Error| format!("{e:#}");
+    let g = GitOps::prepare(&l.cfg, &l.lock).map_err(err)?;
+    let tip = match window {
+        Window::Commit { .. } => g
+            .commit_file(RELEASE_PATH, &bad_bytes(l), BAD_MESSAGE)
+            .map_err(err)?,
+        Window::RevertCommit => g.revert(bad.unwrap()).map_err(err)?,
+        Window::RevertCheckout => {
+            let bad = bad.unwrap();
+            let ours = format!("This reverts commit {bad}.");
+            let rec = g
+                .interrupted_commit(bad, &ours)
+                .map_err(err)?
+                .ok_or("the interrupted revert was not recognised")?;
+            g.finish_checkout(bad).map_err(err)?;
+            rec
+        }
+        Window::Push | Window::PushTracking => bad.unwrap(),
+    };
+    g.push().map_err(err)?;
+    Ok((g, tip))
+}
+
+/// Each lock file a killed Git write of the lab can leave (see `git::lock_files`), reached on
+/// purpose: the resumed operation removes it and succeeds. Without that, the four marked
+/// "blocks" failed the resume (libgit2: "the index is locked; ...", "failed to lock file
+/// ... for writing"); the others would block a user's next git command in that repository.
+#[rstest::rstest]
+#[case::index_lock_in_commit_files_index_write(Repo::WorkingCopy, "index.lock", Window::Commit { staged: false })] // blocks
+#[case::branch_lock_in_commit_files_ref_update(Repo::WorkingCopy, "refs/heads/main.lock", Window::Commit { staged: true })] // blocks
+#[case::branch_lock_in_the_reverts_commit(
+    Repo::WorkingCopy,
+    "refs/heads/main.lock",
+    Window::RevertCommit
+)] // blocks
+#[case::index_lock_in_the_reverts_checkout(Repo::WorkingCopy, "index.lock", Window::RevertCheckout)] // blocks
+#[case::tracking_branch_lock_after_the_push(
+    Repo::WorkingCopy,
+    "refs/remotes/origin/main.lock",
+    Window::PushTracking
+)] // blocks
+#[case::bare_branch_lock_in_the_push(Repo::Bare, "refs/heads/main.lock", Window::Push)] // blocks
+#[case::head_lock_in_creating_the_working_copy(Repo::WorkingCopy, "HEAD.lock", Window::Commit { staged: false })]
+#[case::config_lock_in_creating_the_working_copy(Repo::WorkingCopy, "config.lock", Window::Commit { staged: false })]
+#[case::packed_refs_lock_in_the_working_copy(Repo::WorkingCopy, "packed-refs.lock", Window::Commit { staged: true })]
+#[case::bare_head_lock_in_creating_it(Repo::Bare, "HEAD.lock", Window::Push)]
+#[case::bare_config_lock_in_creating_it(Repo::Bare, "config.lock", Window::Push)]
+#[case::bare_packed_refs_lock(Repo::Bare, "packed-refs.lock", Window::Push)]
+fn a_stale_lock_left_by_a_killed_git_write_is_removed_and_the_resume_succeeds(
+    #[case] repo: Repo,
+    #[case] rel: &str,
+    #[case] window: Window,
+) {
+    let l = lab();
+    let (g, base) = after_baseline(&l);
+    let bad = reach(&l, &g, window);
+    drop(g);
+    let lock = lock_path(&l, repo, rel);
+    leave_lock(&lock);
+
+    let (g, tip) = resume(&l, window, bad).unwrap_or_else(|e| panic!("{window:?}: {e}"));
+    assert!(!lock.exists(), "{} was not removed", lock.display());
+    assert_eq!(g.removed_locks(), std::slice::from_ref(&lock));
+    // The resume did exactly what the killed run was doing: one commit on top, pushed.
+    let head = g.head().unwrap().unwrap();
+    assert_eq!(head, tip);
+    let parent = g.repo.find_commit(tip).unwrap().parent_id(0).unwrap();
+    let expected = match window {
+        Window::RevertCommit | Window::RevertCheckout => bad.unwrap(),
+        Window::Commit { .. } | Window::Push | Window::PushTracking => base,
+    };
+    assert_eq!(parent, expected, "{window:?}");
+    assert_eq!(branch_tip(&bare(&l), "refs/heads/main"), Some(tip));
+    assert_eq!(
+        branch_tip(&g.repo, "refs/remotes/origin/main"),
+        Some(tip),
+        "the remote-tracking branch follows the push"
+    );
+    g.ensure_clean().unwrap();
+}
+
+/// A child process that is ended when the test ends, however it ends.
+struct Holder(std::process::Child);
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A lock file that a live process has open (`sleep` with it on its stdin, as libgit2 and git
+/// keep the file open while writing it) is refused, naming the file, the pid and the command,
+/// and kept; once that process has ended, the same file is stale and the resume removes it.
+#[rstest::rstest]
+#[case::index_lock_in_the_working_copy(Repo::WorkingCopy, "index.lock")]
+#[case::branch_lock_in_the_bare_repository(Repo::Bare, "refs/heads/main.lock")]
+fn a_lock_file_a_live_process_has_open_is_refused_naming_it_and_kept(
+    #[case] repo: Repo,
+    #[case] rel: &str,
+) {
+    let l = lab();
+    let (g, base) = after_baseline(&l);
+    drop(g);
+    let lock = lock_path(&l, repo, rel);
+    leave_lock(&lock);
+    let child = Command::new("sleep")
+        .arg("infinity")
+        .stdin(std::fs::File::open(&lock).unwrap())
+        .spawn()
+        .unwrap();
+    // spawn() returns once the child has exec'd, its stdin already the lock file.
+    let mut holder = Holder(child);
+    let err = GitOps::prepare(&l.cfg, &l.lock).err().unwrap().to_string();
+    let pid = holder.0.id();
+    assert!(
+        err.contains(&lock.display().to_string())
+            && err.contains(&format!("pid {pid} (sleep)"))
+            && err.contains("has it open"),
+        "{err}"
+    );
+    assert!(lock.exists(), "a held lock file was removed");
+    assert_eq!(branch_tip(&bare(&l), "refs/heads/main"), Some(base));
+
+    holder.0.kill().unwrap();
+    holder.0.wait().unwrap();
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
+    assert_eq!(g.removed_locks(), std::slice::from_ref(&lock));
+    assert!(!lock.exists());
+}
+
+/// A user's `git commit -a` waiting for its editor holds `index.lock` with the file closed (no
+/// process has it open): the git command running in the working copy is the holder. The lab
+/// refuses, naming it, and leaves the lock, so the user's commit completes.
+#[test]
+fn a_git_commit_in_progress_in_the_working_copy_is_refused_and_completes() {
+    use std::io::BufRead;
+    let l = lab();
+    let (g, base) = after_baseline(&l);
+    std::fs::write(g.workdir().join(RELEASE_PATH), bad_bytes(&l)).unwrap();
+    let workdir = g.workdir().to_path_buf();
+    drop(g);
+    // The editor says it is open, then waits for a line (or the end) on its stdin.
+    let child = Command::new("git")
+        .arg("-C")
+        .arg(&workdir)
+        .args(GIT_AS_X)
+        .args(["commit", "-q", "-a", "-e", "-m", "a user's commit"])
+        .env("GIT_EDITOR", "echo editor open; read -r line; true")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut user = Holder(child);
+    let mut first = String::new();
+    // Kept open until git ends: a closed pipe would kill it with SIGPIPE.
+    let mut editor_says = std::io::BufReader::new(user.0.stdout.take().unwrap());
+    editor_says.read_line(&mut first).unwrap();
+    assert_eq!(
+        first, "editor open\n",
+        "git commit did not reach its editor"
+    );
+    let lock = workdir.join(".git/index.lock");
+    assert!(
+        lock.exists(),
+        "git commit -a holds index.lock while its editor runs"
+    );
+
+    let err = GitOps::prepare(&l.cfg, &l.lock).err().unwrap().to_string();
+    let pid = user.0.id();
+    assert!(
+        err.contains(&lock.display().to_string())
+            && err.contains(&format!("pid {pid} (git)"))
+            && err.contains("commit -q -a -e"),
+        "{err}"
+    );
+    assert!(lock.exists(), "the user's lock was removed");
+
+    drop(user.0.stdin.take()); // the editor closes
+    assert!(user.0.wait().unwrap().success(), "the user's commit failed");
+    drop(editor_says);
+    assert!(!lock.exists());
+    let g = GitOps::prepare(&l.cfg, &l.lock).unwrap();
+    let head = g.head().unwrap().unwrap();
+    let user_commit = g.repo.find_commit(head).unwrap();
+    assert_eq!(user_commit.message().ok(), Some("a user's commit\n"));
+    assert_eq!(user_commit.parent_id(0).unwrap(), base);
+    assert!(g.removed_locks().is_empty());
+}
+
+/// `std::fs::write` truncates, then writes: a kill inside `commit_file`'s write leaves a
+/// prefix of the bytes being committed (empty included), which the resume completes.
+#[rstest::rstest]
+#[case::empty(0)]
+#[case::half(2)]
+fn a_commit_killed_inside_its_file_write_is_completed_on_resume(#[case] divisor: usize) {
+    let l = lab();
+    let (g, base) = after_baseline(&l);
+    let bad = bad_bytes(&l);
+    let cut = bad.len().checked_div(divisor).unwrap_or(0);
+    std::fs::write(g.workdir().join(RELEASE_PATH), &bad[..cut]).unwrap();
+    let oid = g.commit_file(RELEASE_PATH, &bad, BAD_MESSAGE).unwrap();
+    assert_eq!(g.file_at(oid, RELEASE_PATH).unwrap(), Some(bad));
+    assert_eq!(g.repo.find_commit(oid).unwrap().parent_id(0).unwrap(), base);
+}
+
+/// The revert's checkout truncates the file, then writes it, then the index: a kill in
+/// between leaves a prefix of HEAD's version; finishing the checkout restores it. Bytes that
+/// are neither the previous version nor (a prefix of) HEAD's are still refused, untouched.
+#[test]
+fn a_revert_killed_inside_its_checkout_is_finished_on_resume() {
+    let l = lab();
+    let (g, _base) = after_baseline(&l);
+    let bad = reach(&l, &g, Window::RevertCheckout).unwrap();
+    let baseline = to_file_bytes(&manifests::baseline_release(&l.cfg));
+    let file = g.workdir().join(RELEASE_PATH);
+    std::fs::write(&file, b"{\"edited\": true}").unwrap();
+    let err = g.finish_checkout(bad).unwrap_err().to_string();
+    assert!(
+        err.contains("uncommitted changes (app/release.json)"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), b"{\"edited\": true}");
+    std::fs::write(&file, &baseline[..baseline.len() / 3]).unwrap();
+    g.finish_checkout(bad).unwrap();
+    assert_eq!(std::fs::read(&file).unwrap(), baseline);
+    g.ensure_clean().unwrap();
+}
+
+/// The lab reverts in memory (`revert_commit`, then its own commit): a kill before that commit
+/// leaves no sequencer state (REVERT_HEAD, MERGE_MSG), only unreferenced objects, so the
+/// resume reverts exactly once.
+#[test]
+fn a_revert_killed_before_its_commit_leaves_no_revert_state() {
+    let l = lab();
+    let (g, _base) = after_baseline(&l);
+    let bad = reach(&l, &g, Window::RevertCommit).unwrap();
+    let bad_commit = g.repo.find_commit(bad).unwrap();
+    let mut index = g
+        .repo
+        .revert_commit(&bad_commit, &bad_commit, 0, None)
+        .unwrap();
+    index.write_tree_to(&g.repo).unwrap(); // what the killed run had written
+    let git_dir = l.cfg.gitops_dir.join(".git");
+    for state in ["REVERT_HEAD", "MERGE_MSG", "MERGE_HEAD", "sequencer"] {
+        assert!(!git_dir.join(state).exists(), "{state} left behind");
+    }
+    assert_eq!(g.head().unwrap(), Some(bad));
+    let (g, rec) = resume(&l, Window::RevertCommit, Some(bad)).unwrap();
+    assert_eq!(g.repo.find_commit(rec).unwrap().parent_id(0).unwrap(), bad);
+    for state in ["REVERT_HEAD", "MERGE_MSG"] {
+        assert!(
+            !git_dir.join(state).exists(),
+            "{state} left by the lab's revert"
+        );
+    }
+}
+
+/// The lab lock proves nothing about another evidence directory's repositories.
+#[test]
+fn the_lock_of_another_evidence_directory_is_no_proof() {
+    let l = lab();
+    let other = lab();
+    let err = GitOps::prepare(&l.cfg, &other.lock)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("is not the one of")
+            && err.contains(&l.cfg.evidence_dir.display().to_string()),
+        "{err}"
+    );
 }

@@ -10,6 +10,7 @@ use cnpe_lab::config::Config;
 use cnpe_lab::lab::runner::Runner;
 use cnpe_lab::lab::step::Step;
 use cnpe_lab::lab::Lab;
+use cnpe_lab::lock::LabLock;
 use cnpe_lab::records::Record;
 use cnpe_lab::report::{Echo, Outcome, TrialResult};
 use libtest_mimic::{Completion, Failed, Trial};
@@ -24,9 +25,13 @@ struct Shared {
 }
 
 /// The connected runner, or why the lab cannot run here.
-fn connect(rt: &tokio::runtime::Runtime, cfg: Config) -> Result<Runner, support::NotRun> {
+fn connect(
+    rt: &tokio::runtime::Runtime,
+    cfg: Config,
+    lock: LabLock,
+) -> Result<Runner, support::NotRun> {
     rt.block_on(async {
-        let lab = Lab::connect(cfg)
+        let lab = Lab::connect(cfg, Some(lock))
             .await
             .map_err(|e| support::NotRun::Unreachable(format!("{e:#}")))?;
         support::api_answers(&lab.cluster).await?;
@@ -41,7 +46,7 @@ fn main() {
         runner: Mutex::new(suite.connected),
         availability: suite.availability,
     });
-    let (args, provisioned, _lock) = (suite.args, suite.provisioned, suite.lock);
+    let (args, provisioned) = (suite.args, suite.provisioned);
 
     let mut trials: Vec<Trial> = Step::ALL
         .iter()

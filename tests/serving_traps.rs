@@ -18,6 +18,7 @@ use cnpe_lab::cluster::Cluster;
 use cnpe_lab::config::Config;
 use cnpe_lab::lab::git::{parse_sha, GitOps};
 use cnpe_lab::lab::manifests::{to_file_bytes, APP_DIR};
+use cnpe_lab::lock::LabLock;
 use cnpe_lab::records::{self, Record};
 use cnpe_lab::report::{Echo, Outcome, Reporter, Suite, TrialResult};
 use cnpe_lab::serving::release::{self, Release, Rollout, Web};
@@ -95,6 +96,8 @@ struct App {
     cluster: Cluster,
     /// Where its release lives in the repository (its `spec.source.path`).
     dir: &'static str,
+    /// The tenant's own lab lock (its evidence directory): Git writes need it.
+    lock: Arc<LabLock>,
 }
 
 struct Fixture {
@@ -102,6 +105,9 @@ struct Fixture {
     db: App,
     /// The lab's configuration (for the lab trial and the evidence directory).
     lab_cfg: Config,
+    /// The lab's lock, until the lab trial hands it to its fixture.
+    lab_lock: Option<LabLock>,
+    lab: Option<support::LabCluster>,
     _work: tempfile::TempDir,
     as_pods: bool,
     results: Vec<TrapRecord>,
@@ -277,9 +283,14 @@ async fn gate(args: &[&str], timeout: Duration) -> GateRun {
 }
 
 impl App {
-    async fn connect(cfg: Config, dir: &'static str) -> Result<App, String> {
+    async fn connect(cfg: Config, dir: &'static str, lock: Arc<LabLock>) -> Result<App, String> {
         let cluster = Cluster::connect(&cfg).await.map_err(anyhow_err)?;
-        Ok(App { cfg, cluster, dir })
+        Ok(App {
+            cfg,
+            cluster,
+            dir,
+            lock,
+        })
     }
 
     fn apps(&self) -> Api<Application> {
@@ -288,7 +299,7 @@ impl App {
 
     /// Commits `release` at this app's path and pushes (history only grows).
     fn commit(&self, release: &Release, message: &str) -> Result<String, String> {
-        let git = GitOps::prepare(&self.cfg).map_err(anyhow_err)?;
+        let git = GitOps::prepare(&self.cfg, &self.lock).map_err(anyhow_err)?;
         let bytes = to_file_bytes(&release.build(&self.cfg));
         let path = format!("{}/release.json", self.dir);
         let oid = git
@@ -299,7 +310,7 @@ impl App {
     }
 
     fn revert(&self, sha: &str) -> Result<String, String> {
-        let git = GitOps::prepare(&self.cfg).map_err(anyhow_err)?;
+        let git = GitOps::prepare(&self.cfg, &self.lock).map_err(anyhow_err)?;
         let oid = git
             .revert(parse_sha(sha).map_err(anyhow_err)?)
             .map_err(anyhow_err)?;
@@ -910,9 +921,15 @@ async fn trap_statefulset_on_delete(f: &mut Fixture) -> Result<String, String> {
 /// The lab's own Application: our gate approves the recovered release and rejects the bad
 /// one (the rollback to its existing ReplicaSet), then the recovery is restored.
 async fn lab_releases(f: &mut Fixture) -> Result<String, String> {
-    let mut lab = support::LabCluster::connect(f.lab_cfg.clone())
-        .await
-        .map_err(|e| e.why())?;
+    if f.lab.is_none() {
+        let lock = f.lab_lock.take().ok_or("the lab's lock is gone")?;
+        f.lab = Some(
+            support::LabCluster::connect(f.lab_cfg.clone(), lock)
+                .await
+                .map_err(|e| e.why())?,
+        );
+    }
+    let lab = f.lab.as_mut().expect("just connected");
     lab.restore().await?;
     let (rec, bad, body) = (lab.recovered.clone(), lab.bad.clone(), lab.cfg.body.clone());
     let app = lab.cfg.application.clone();
@@ -967,7 +984,7 @@ fn release_number(body: &str) -> Result<u32, String> {
 
 /// Sets up the tenant from nothing: its repository, project, two Applications at their first
 /// release, and our gate approving both.
-async fn set_up(lab_cfg: Config) -> Result<Fixture, support::NotRun> {
+async fn set_up(lab_cfg: Config, lab_lock: LabLock) -> Result<Fixture, support::NotRun> {
     use support::NotRun;
     let work = tempfile::Builder::new()
         .prefix("cnpe-gate.")
@@ -975,11 +992,17 @@ async fn set_up(lab_cfg: Config) -> Result<Fixture, support::NotRun> {
         .map_err(|e| NotRun::Broken(e.to_string()))?;
     let web_cfg = tenant_cfg(&lab_cfg, work.path(), TENANT).map_err(NotRun::Broken)?;
     let db_cfg = tenant_cfg(&lab_cfg, work.path(), DB_APP).map_err(NotRun::Broken)?;
-    let web = App::connect(web_cfg, APP_DIR)
+    let lock = Arc::new(
+        cnpe_lab::lock::acquire(&web_cfg.evidence_dir)
+            .map_err(|e| NotRun::Broken(format!("the tenant's lock: {e}")))?,
+    );
+    let web = App::connect(web_cfg, APP_DIR, lock.clone())
         .await
         .map_err(NotRun::Unreachable)?;
     support::api_answers(&web.cluster).await?;
-    let db = App::connect(db_cfg, "db").await.map_err(NotRun::Broken)?;
+    let db = App::connect(db_cfg, "db", lock)
+        .await
+        .map_err(NotRun::Broken)?;
     let broken = |e: String| NotRun::Broken(format!("setting up the {TENANT} tenant: {e}"));
     tear_down(&web, &db).await.map_err(broken)?;
     let as_pods = peers::argo_runs_as_pods(web.cluster.client(), &web.cfg.argocd_namespace).await;
@@ -987,6 +1010,8 @@ async fn set_up(lab_cfg: Config) -> Result<Fixture, support::NotRun> {
         web,
         db,
         lab_cfg,
+        lab_lock: Some(lab_lock),
+        lab: None,
         _work: work,
         as_pods,
         results: Vec::new(),
@@ -1072,7 +1097,7 @@ struct Shared {
 }
 
 fn main() {
-    let suite = support::start_suite("GATE TRAPS", |rt, cfg| rt.block_on(set_up(cfg)));
+    let suite = support::start_suite("GATE TRAPS", |rt, cfg, lock| rt.block_on(set_up(cfg, lock)));
     let reporter = suite
         .connected
         .as_ref()
@@ -1083,7 +1108,7 @@ fn main() {
         availability: suite.availability,
         reporter,
     });
-    let (args, provisioned, _lock) = (suite.args, suite.provisioned, suite.lock);
+    let (args, provisioned) = (suite.args, suite.provisioned);
     let trials: Vec<Trial> = TRAPS
         .iter()
         .map(|(name, trap)| {

@@ -15,8 +15,8 @@ mod support;
 use support::peers::{self, Peer, PeerResult, Verdict};
 
 use cnpe_lab::config::Config;
-use cnpe_lab::lab::git::GitOps;
 use cnpe_lab::lab::manifests;
+use cnpe_lab::lock::LabLock;
 use cnpe_lab::observe::evidence::Evidence;
 use cnpe_lab::observe::observer;
 use cnpe_lab::observe::observer::WaitError;
@@ -343,7 +343,7 @@ async fn trap_operation_failed(f: &mut Fixture) -> Result<String, String> {
 /// 5: targetRevision is a branch name. The branch tip serves the right page, but what it means
 /// moves with every push: no revision-pinned approval can hold.
 async fn trap_branch_target(f: &mut Fixture) -> Result<String, String> {
-    let git = GitOps::prepare(&f.cfg).map_err(|e| format!("{e:#}"))?;
+    let git = f.git()?;
     let tip = git
         .head()
         .map_err(|e| format!("{e:#}"))?
@@ -427,9 +427,13 @@ struct Shared {
     reporter: Option<Reporter>,
 }
 
-fn connect(rt: &tokio::runtime::Runtime, cfg: Config) -> Result<Fixture, support::NotRun> {
+fn connect(
+    rt: &tokio::runtime::Runtime,
+    cfg: Config,
+    lock: LabLock,
+) -> Result<Fixture, support::NotRun> {
     rt.block_on(async {
-        let mut lab = support::LabCluster::connect(cfg).await?;
+        let mut lab = support::LabCluster::connect(cfg, lock).await?;
         // Start from the recovered release, serving (an interrupted earlier run may not have).
         lab.restore().await.map_err(support::NotRun::Broken)?;
         Ok(Fixture {
@@ -452,7 +456,7 @@ fn main() {
         availability: suite.availability,
         reporter,
     });
-    let (args, provisioned, _lock) = (suite.args, suite.provisioned, suite.lock);
+    let (args, provisioned) = (suite.args, suite.provisioned);
     let mut trials: Vec<Trial> = TRAPS
         .iter()
         .map(|(name, trap)| {
@@ -484,6 +488,28 @@ fn main() {
             })
         })
     }));
+    // The same, with the lock file a kill inside a Git write leaves: a stale index.lock after a
+    // kill (seen on a fresh machine) and the bare repository's branch lock must be resumed 12/12.
+    for (step, stale, what) in [
+        (
+            cnpe_lab::lab::step::Step::ReleaseBadCommit,
+            kills::StaleLock::WorkingCopyIndex,
+            "then_a_stale_index_lock",
+        ),
+        (
+            cnpe_lab::lab::step::Step::RevertThroughGit,
+            kills::StaleLock::BareBranch,
+            "then_a_stale_bare_branch_lock",
+        ),
+    ] {
+        let shared = shared.clone();
+        let name = format!("fault_sigkill_in_{}_{what}", step.trial_name());
+        trials.push(Trial::ignorable_test(name.clone(), move || {
+            run_trial(&shared, &name, move |f| {
+                Box::pin(kills::killed_in_leaving(&mut f.lab, step, Some(stale)))
+            })
+        }));
+    }
     // Off the cluster, as root: the evidence directory on a full and a read-only filesystem.
     for (name, trial) in [
         (

@@ -4,6 +4,8 @@
 # Usage: build.sh [part...]   parts: debs k8s etcd argocd pause nginx (default: all)
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
+# shellcheck source=go-progress.sh
+. "$(dirname "$0")/go-progress.sh"
 mkdir -p "$BIN" "$IMAGES" "$DEBS" "$GOMODCACHE" "$GOCACHE"
 
 declare -A TOOK
@@ -58,7 +60,7 @@ part_k8s() {
   if [ $ok = 1 ] && [ -e "$stamp" ]; then log "k8s: built, skip"; return; fi
   log "k8s: building $K8S_VERSION"
   (cd "$HERMETIC_DIR/modules/kubernetes" &&
-   CGO_ENABLED=0 go build -trimpath -tags selinux,notest -ldflags "$(K8S_LDFLAGS)" -o "$BIN/" \
+   CGO_ENABLED=0 go_build_progress k8s -trimpath -tags selinux,notest -ldflags "$(K8S_LDFLAGS)" -o "$BIN/" -- \
      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl)
   touch "$stamp"
@@ -67,8 +69,8 @@ part_etcd() {
   if [ -x "$BIN/etcd" ] && [ -e "$BIN/.etcd-$ETCD_VERSION" ]; then log "etcd: built, skip"; return; fi
   log "etcd: building $ETCD_VERSION"
   (cd "$HERMETIC_DIR/modules/etcd" &&
-   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=${ETCD_VERSION}" \
-     -o "$BIN/etcd" go.etcd.io/etcd/server/v3)
+   CGO_ENABLED=0 go_build_progress etcd -trimpath -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=${ETCD_VERSION}" \
+     -o "$BIN/etcd" -- go.etcd.io/etcd/server/v3)
   touch "$BIN/.etcd-$ETCD_VERSION"
 }
 ARGO_SRC_FILES=(manifests/crds/application-crd.yaml manifests/crds/appproject-crd.yaml
@@ -101,8 +103,8 @@ part_argocd() {
   log "argocd: building $ARGOCD_VERSION"
   local p=github.com/argoproj/argo-cd/v3/common
   (cd "$HERMETIC_DIR/modules/argocd" &&
-   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $p.version=${ARGOCD_VERSION#v} -X $p.buildDate=2026-01-01T00:00:00Z -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.gitTreeState=clean" \
-     -o "$BIN/argocd" github.com/argoproj/argo-cd/v3/cmd)
+   CGO_ENABLED=0 go_build_progress argocd -trimpath -ldflags "-s -w -X $p.version=${ARGOCD_VERSION#v} -X $p.buildDate=2026-01-01T00:00:00Z -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.gitTreeState=clean" \
+     -o "$BIN/argocd" -- github.com/argoproj/argo-cd/v3/cmd)
   local n
   for n in argocd-repo-server argocd-application-controller argocd-git-ask-pass; do ln -sf argocd "$BIN/$n"; done
   touch "$BIN/.argocd-$ARGOCD_VERSION"

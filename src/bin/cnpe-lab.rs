@@ -26,6 +26,7 @@ use cnpe_lab::lab::manifests::{self, to_file_bytes};
 use cnpe_lab::lab::runner::{Mode, Runner};
 use cnpe_lab::lab::step::Step;
 use cnpe_lab::lab::Lab;
+use cnpe_lab::lock::LabLock;
 use cnpe_lab::observe::observer::{self, wait_for, WaitError, WaitSpec};
 use cnpe_lab::observe::predicates::Target;
 use cnpe_lab::records;
@@ -170,8 +171,9 @@ fn main() -> ExitCode {
             return usage(e);
         }
     }
-    // Commands that change lab state hold the evidence directory's lock for their lifetime.
-    let _lock = match &cli.command {
+    // Commands that change lab state hold the evidence directory's lock for their lifetime
+    // (`run` hands it to the lab, whose Git steps need it).
+    let lock = match &cli.command {
         Command::Run | Command::Reset { yes: true } => {
             match cnpe_lab::lock::acquire(&cfg.evidence_dir) {
                 Ok(l) => Some(l),
@@ -198,7 +200,7 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let code = match rt.block_on(run(cli.command, cfg)) {
+    let code = match rt.block_on(run(cli.command, cfg, lock)) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("cnpe-lab: {e:#}");
@@ -215,7 +217,7 @@ fn print_json(v: &serde_json::Value) {
     println!("{}", serde_json::to_string_pretty(v).expect("JSON"));
 }
 
-async fn run(command: Command, cfg: Config) -> Result<ExitCode> {
+async fn run(command: Command, cfg: Config, lock: Option<LabLock>) -> Result<ExitCode> {
     match command {
         Command::Steps => {
             for s in Step::ALL {
@@ -286,7 +288,7 @@ async fn run(command: Command, cfg: Config) -> Result<ExitCode> {
             } else {
                 Mode::Run
             };
-            let mut runner = Runner::new(Lab::connect(cfg).await?, Echo::Cli);
+            let mut runner = Runner::new(Lab::connect(cfg, lock).await?, Echo::Cli);
             runner.run_all(mode).await;
             runner.finish();
             let (passed, total) = runner.reporter.tally();

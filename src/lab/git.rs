@@ -1,14 +1,22 @@
 //! The lab's Git side, with git2: prepare the working copy and its bare remote, commit the
 //! release, push fast-forward only, revert. History is never rewritten: there is no force push
 //! and no reset anywhere in this module, and a push that would not fast-forward is refused.
+//!
+//! Crash windows: a run SIGKILLed inside a Git write leaves that write's lock file behind
+//! (`index.lock`, `refs/heads/<branch>.lock`, ...), and libgit2 then refuses every later write
+//! ("the index is locked; this might be due to a concurrent or crashed process"). Only a caller
+//! holding the lab's own lock ([`LabLock`]) can open [`GitOps`], and it removes those files
+//! when no live process holds them (see [`GitOps::prepare`]); a lock file that a live process
+//! holds is refused, naming the file and the process.
 
 use crate::config::Config;
+use crate::lock::LabLock;
 use anyhow::{anyhow, bail, Context, Result};
 use git2::{
     build::CheckoutBuilder, Oid, PushOptions, RemoteCallbacks, Repository, RepositoryInitOptions,
     Signature,
 };
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub const REMOTE: &str = "origin";
 
@@ -18,6 +26,8 @@ pub struct GitOps {
     branch: String,
     name: String,
     email: String,
+    /// Stale lock files [`GitOps::prepare`] removed (left by a killed run).
+    removed: Vec<PathBuf>,
 }
 
 /// Opens the bare repository, creating it when missing. A path that exists but is not a bare
@@ -44,10 +54,30 @@ pub fn ensure_bare(path: &Path, branch: &str) -> Result<Repository> {
 impl GitOps {
     /// Opens the working copy, creating it (with `origin` = the bare repo) when missing. An
     /// existing working copy must already have `origin`: we never guess a remote for it.
-    pub fn prepare(cfg: &Config) -> Result<Self> {
+    ///
+    /// `lock` proves that this process holds the lab's lock on `cfg`'s evidence directory, so
+    /// no other cnpe-lab process works in these repositories: a Git lock file (see
+    /// [`lock_files`]) that no live process holds was left by a killed run of this lab, and is
+    /// removed (said on stderr, and listed by [`Self::removed_locks`]). One that a live process
+    /// holds (a user's `git commit` in progress) is an error naming the file and the holder.
+    pub fn prepare(cfg: &Config, lock: &LabLock) -> Result<Self> {
+        if lock.path().parent() != Some(cfg.evidence_dir.as_path()) {
+            bail!(
+                "the lab lock held ({}) is not the one of {}: refusing to touch its repositories",
+                lock.path().display(),
+                cfg.evidence_dir.display()
+            );
+        }
         ensure_bare(&cfg.bare_repo, &cfg.branch)?;
+        let mut removed = clear_stale_locks(&cfg.bare_repo, RepoKind::Bare, &cfg.branch, lock)?;
         let dir = &cfg.gitops_dir;
         let repo = if dir.join(".git").exists() {
+            removed.extend(clear_stale_locks(
+                &dir.join(".git"),
+                RepoKind::WorkingCopy,
+                &cfg.branch,
+                lock,
+            )?);
             let repo = Repository::open(dir)
                 .with_context(|| format!("opening working copy {}", dir.display()))?;
             if repo.find_remote(REMOTE).is_err() {
@@ -82,7 +112,13 @@ impl GitOps {
             branch: cfg.branch.clone(),
             name: cfg.git_name.clone(),
             email: cfg.git_email.clone(),
+            removed,
         })
+    }
+
+    /// The stale lock files [`Self::prepare`] removed, if any.
+    pub fn removed_locks(&self) -> &[PathBuf] {
+        &self.removed
     }
 
     pub fn workdir(&self) -> &Path {
@@ -96,10 +132,14 @@ impl GitOps {
 
     /// As [`Self::ensure_clean`], except that `own` (a path and the exact bytes about to be
     /// written there) may already be in place: that is this same commit, interrupted after its
-    /// write (a crash there must not block the resume). Any other content is still refused.
+    /// write (a crash there must not block the resume). A prefix of those bytes (empty
+    /// included) is accepted too: the write truncates the file first, so a kill inside it
+    /// leaves one, and overwriting it loses nothing. Any other content is still refused.
     fn ensure_clean_but(&self, own: Option<(&str, &[u8])>) -> Result<()> {
         self.refuse_changes_but(|path, here| {
-            Ok(own.is_some_and(|(rel, bytes)| path == rel && here == Some(bytes)))
+            Ok(own.is_some_and(|(rel, bytes)| {
+                path == rel && here.is_some_and(|h| bytes.starts_with(h))
+            }))
         })?;
         Ok(())
     }
@@ -193,14 +233,32 @@ impl GitOps {
         Ok(ours.then_some(head))
     }
 
-    /// Finishes a revert killed after its commit and before its checkout: every uncommitted
-    /// path must still hold `previous`'s version (what the checkout was about to replace);
-    /// then the working copy is checked out at HEAD. Anything else is refused, untouched.
+    /// Finishes a revert killed after its commit and before its checkout had finished: every
+    /// uncommitted path must hold `previous`'s version (what the checkout was about to replace),
+    /// HEAD's version (written, and the index not yet: the checkout writes the files first) or
+    /// a prefix of it (a file cut short by the kill: the checkout truncates, then writes); then
+    /// the working copy is checked out at HEAD. Each of these is in a commit, so nothing is
+    /// lost. Anything else is refused, untouched.
     pub fn finish_checkout(&self, previous: Oid) -> Result<()> {
+        let head = self
+            .head()?
+            .ok_or_else(|| anyhow!("nothing committed yet: no checkout to finish"))?;
         let left = self.refuse_changes_but(|path, here| {
-            Ok(here == self.file_at(previous, path)?.as_deref())
+            if here == self.file_at(previous, path)?.as_deref() {
+                return Ok(true);
+            }
+            Ok(match (here, self.file_at(head, path)?) {
+                (None, None) => true,
+                (Some(h), Some(target)) => target.starts_with(h),
+                _ => false,
+            })
         })?;
         if left > 0 {
+            // The index first: a checkout leaves alone an entry whose file already matches HEAD,
+            // and a kill after the file write and before the index write left exactly that.
+            let mut index = self.repo.index()?;
+            index.read_tree(&self.repo.find_commit(head)?.tree()?)?;
+            index.write()?;
             self.repo
                 .checkout_head(Some(CheckoutBuilder::new().force()))?;
         }
@@ -293,6 +351,233 @@ impl GitOps {
 
     fn signature(&self) -> Result<Signature<'static>> {
         Ok(Signature::now(&self.name, &self.email)?)
+    }
+}
+
+/// Which kind of repository a git directory is: the lock files a write takes differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RepoKind {
+    /// The working copy's `.git`.
+    WorkingCopy,
+    /// The bare repository the lab pushes to.
+    Bare,
+}
+
+/// The lock files, relative to the git directory, that a Git write of the lab can leave behind
+/// when it is killed (libgit2's `filebuf.c` creates `<file>.lock` with `O_EXCL`, keeps it open
+/// while writing and renames it over `<file>`). Measured with strace on the lab's own commit,
+/// push and revert (libgit2 1.9):
+/// - working copy: `index.lock` (`commit_file`'s index write, the revert's checkout),
+///   `refs/heads/<branch>.lock` (every commit), `refs/remotes/origin/<branch>.lock` (the push
+///   updating the remote-tracking branch), `HEAD.lock` and `config.lock` (creating it);
+/// - bare repository: `refs/heads/<branch>.lock` (the push), `HEAD.lock` and `config.lock`
+///   (creating it);
+/// - both: `packed-refs.lock`, which libgit2 takes only to delete or pack refs (never in the
+///   lab's flow) and git when packing them (`git gc`, `git pack-refs`).
+///
+/// Reflogs are appended without a lock file. A push's pack arrives under unique temporary
+/// names (`objects/pack/pack_git2_*`) that never block a later write: those are left alone.
+pub fn lock_files(kind: RepoKind, branch: &str) -> Vec<String> {
+    let mut files = vec![
+        "HEAD.lock".to_string(),
+        "config.lock".to_string(),
+        "packed-refs.lock".to_string(),
+        format!("refs/heads/{branch}.lock"),
+    ];
+    if kind == RepoKind::WorkingCopy {
+        files.push("index.lock".into());
+        files.push(format!("refs/remotes/{REMOTE}/{branch}.lock"));
+    }
+    files
+}
+
+/// Removes the lock files of [`lock_files`] present in `git_dir` that no live process holds;
+/// returns them. `_lab` is the proof that no other cnpe-lab process works in this repository,
+/// so a lock file nobody holds was left by a killed run of this lab. If a live process holds
+/// any of them, nothing is removed and the error names the file and the process.
+pub fn clear_stale_locks(
+    git_dir: &Path,
+    kind: RepoKind,
+    branch: &str,
+    _lab: &LabLock,
+) -> Result<Vec<PathBuf>> {
+    let present: Vec<PathBuf> = lock_files(kind, branch)
+        .iter()
+        .map(|f| git_dir.join(f))
+        .filter(|p| p.symlink_metadata().is_ok())
+        .collect();
+    if present.is_empty() {
+        return Ok(present);
+    }
+    let repo_dir = match kind {
+        RepoKind::WorkingCopy => git_dir.parent().unwrap_or(git_dir),
+        RepoKind::Bare => git_dir,
+    };
+    let processes = holders::scan()?;
+    for lock in &present {
+        if let Some(h) = holders::live_holder(&processes, lock, repo_dir) {
+            bail!(
+                "{} is held by a live process: pid {} ({}), which {}; not removing it: wait for \
+                 that process to finish (or end it), then run again",
+                lock.display(),
+                h.pid,
+                h.comm,
+                h.how
+            );
+        }
+    }
+    for lock in &present {
+        std::fs::remove_file(lock)
+            .with_context(|| format!("removing the stale lock file {}", lock.display()))?;
+        eprintln!(
+            "cnpe-lab: removed the stale lock file {} (no live process holds it: left by a killed run)",
+            lock.display()
+        );
+    }
+    Ok(present)
+}
+
+/// Who holds a Git lock file, found without its cooperation in `/proc`.
+mod holders {
+    use anyhow::{Context, Result};
+    use std::path::{Path, PathBuf};
+
+    /// One live process, as much of it as we may read.
+    pub struct Process {
+        pub pid: u32,
+        pub comm: String,
+        pub args: Vec<String>,
+        pub cwd: Option<PathBuf>,
+        /// What its file descriptors point at.
+        pub open: Vec<PathBuf>,
+    }
+
+    /// A live process that holds a lock file, and how we know.
+    pub struct Holder {
+        pub pid: u32,
+        pub comm: String,
+        pub how: String,
+    }
+
+    /// Every process in `/proc`. Processes that end meanwhile, or that we may not inspect
+    /// (another user's, when not root), are read as far as possible.
+    pub fn scan() -> Result<Vec<Process>> {
+        let entries = std::fs::read_dir("/proc")
+            .context("reading /proc, needed to tell a stale Git lock file from a held one")?;
+        let mut all = Vec::new();
+        for entry in entries.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+                continue;
+            };
+            let dir = entry.path();
+            let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else {
+                continue; // ended meanwhile
+            };
+            let args = std::fs::read(dir.join("cmdline"))
+                .map(|raw| {
+                    raw.split(|b| *b == 0)
+                        .filter(|a| !a.is_empty())
+                        .map(|a| String::from_utf8_lossy(a).into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let open = std::fs::read_dir(dir.join("fd"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+                .collect();
+            all.push(Process {
+                pid,
+                comm: comm.trim_end().to_string(),
+                args,
+                cwd: std::fs::read_link(dir.join("cwd")).ok(),
+                open,
+            });
+        }
+        Ok(all)
+    }
+
+    /// A git command that may write the repository it runs in. git's own lock files are not
+    /// always open while held (`git commit -a` closes `index.lock` while the editor runs), so
+    /// such a command inside the repository counts as a holder. Serving a fetch (`git daemon`,
+    /// `git upload-pack`, as the lab's git daemon does for Argo CD) writes nothing.
+    pub fn is_writing_git(p: &Process) -> bool {
+        let git = p.comm == "git" || p.comm.starts_with("git-");
+        let serving = p.comm == "git-daemon"
+            || p.comm.starts_with("git-upload-")
+            || matches!(
+                p.args.get(1).map(String::as_str),
+                Some("upload-pack" | "upload-archive" | "daemon")
+            );
+        git && !serving
+    }
+
+    /// The first live process that has `lock` open (libgit2 and git keep it open while they
+    /// write it) or is a writing git command running inside `repo_dir`.
+    pub fn live_holder(processes: &[Process], lock: &Path, repo_dir: &Path) -> Option<Holder> {
+        let lock = std::fs::canonicalize(lock).unwrap_or_else(|_| lock.to_path_buf());
+        let repo = std::fs::canonicalize(repo_dir).unwrap_or_else(|_| repo_dir.to_path_buf());
+        let holder = |p: &Process, how: String| Holder {
+            pid: p.pid,
+            comm: p.comm.clone(),
+            how,
+        };
+        if let Some(p) = processes.iter().find(|p| p.open.contains(&lock)) {
+            return Some(holder(p, "has it open".into()));
+        }
+        processes
+            .iter()
+            .find(|p| is_writing_git(p) && p.cwd.as_ref().is_some_and(|c| c.starts_with(&repo)))
+            .map(|p| {
+                holder(
+                    p,
+                    format!(
+                        "is a git command running in {} ({})",
+                        repo.display(),
+                        p.args.join(" ")
+                    ),
+                )
+            })
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        fn process(comm: &str, args: &[&str]) -> Process {
+            Process {
+                pid: 1,
+                comm: comm.into(),
+                args: args.iter().map(|a| a.to_string()).collect(),
+                cwd: None,
+                open: Vec::new(),
+            }
+        }
+
+        #[test]
+        fn git_commands_that_write_count_and_fetch_servers_do_not() {
+            for (comm, args, writes) in [
+                ("git", &["git", "commit", "-a"][..], true),
+                ("git", &["git", "-c", "a=b", "gc"][..], true),
+                (
+                    "git-receive-pac",
+                    &["git-receive-pack", "/srv/bare"][..],
+                    true,
+                ),
+                ("git", &["git", "upload-pack", "--strict", "."][..], false),
+                ("git-upload-pack", &["git-upload-pack", "."][..], false),
+                ("git-daemon", &["git-daemon", "--export-all"][..], false),
+                ("git_flow-0e0857", &["git_flow-0e0857c4"][..], false),
+                ("vim", &["vim", ".git/COMMIT_EDITMSG"][..], false),
+            ] {
+                assert_eq!(
+                    is_writing_git(&process(comm, args)),
+                    writes,
+                    "{comm} {args:?}"
+                );
+            }
+        }
     }
 }
 

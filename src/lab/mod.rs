@@ -18,9 +18,10 @@ use crate::cluster::live::LiveWatch;
 use crate::cluster::probe::Probe;
 use crate::cluster::Cluster;
 use crate::config::Config;
-use crate::lab::git::parse_sha;
+use crate::lab::git::{parse_sha, GitOps};
 use crate::lab::resume::{Plan, Recorded};
 use crate::lab::step::Step;
+use crate::lock::LabLock;
 use crate::observe::evidence::Evidence;
 use crate::observe::observations::{self, LieWindow, Observation};
 use crate::observe::observer::{self, wait_for, WaitSpec};
@@ -58,13 +59,15 @@ impl From<&str> for StepDone {
     }
 }
 
-/// The lab's fixture: configuration, the cluster, the records and the run's shared watches.
+/// The lab's fixture: configuration, the cluster, the records, the run's shared watches and,
+/// for a run that changes lab state, the lab's lock (held as long as the fixture lives).
 pub struct Lab {
     pub cfg: Config,
     pub cluster: Cluster,
     pub records: RecordPaths,
     probe: Probe,
     live: Option<LiveWatch>,
+    lock: Option<LabLock>,
 }
 
 fn ok_or_resumed(o: WriteOutcome) -> &'static str {
@@ -87,7 +90,9 @@ fn now_rfc3339() -> String {
 }
 
 impl Lab {
-    pub async fn connect(cfg: Config) -> Result<Self> {
+    /// `lock`: the lab's lock on `cfg.evidence_dir`, required by the steps that write Git
+    /// (`cnpe-lab run`, `tests/lab.rs`); `None` for a read-only `verify`.
+    pub async fn connect(cfg: Config, lock: Option<LabLock>) -> Result<Self> {
         let cluster = Cluster::connect(&cfg).await?;
         Ok(Self {
             records: RecordPaths::new(&cfg.evidence_dir),
@@ -95,7 +100,19 @@ impl Lab {
             cfg,
             cluster,
             live: None,
+            lock,
         })
+    }
+
+    /// The working copy, for a Git write: only with the lab's lock (see [`GitOps::prepare`]).
+    fn git(&self) -> Result<GitOps> {
+        let lock = self.lock.as_ref().ok_or_else(|| {
+            anyhow!(
+                "writing Git needs the lab's lock on {}: only `cnpe-lab run` takes it",
+                self.cfg.evidence_dir.display()
+            )
+        })?;
+        GitOps::prepare(&self.cfg, lock)
     }
 
     /// Runs one step: a plain dispatch to its body.

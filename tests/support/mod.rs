@@ -137,18 +137,19 @@ pub fn prepare(listing: bool) -> (Result<(Config, LabLock), NotRun>, Option<Prov
 pub struct Suite<T> {
     pub args: libtest_mimic::Arguments,
     pub rt: tokio::runtime::Runtime,
+    /// The fixture, which holds the lab's lock until the suite ends: no other cnpe-lab process
+    /// uses the directories meanwhile, and its Git writes may clear what a killed run left.
     pub connected: Option<T>,
     pub availability: Availability,
-    /// Held until the suite ends: no other cnpe-lab process uses the directories meanwhile.
-    pub lock: Option<LabLock>,
     pub provisioned: Option<Provisioned>,
 }
 
-/// Arguments (one test thread: the trials share one cluster), configuration, cluster, lock,
-/// the connected fixture or why there is none, and the NOT RUN banner.
+/// Arguments (one test thread: the trials share one cluster), configuration, cluster, lock
+/// (handed to `connect`, whose fixture keeps it), the connected fixture or why there is none,
+/// and the NOT RUN banner.
 pub fn start_suite<T>(
     suite: &str,
-    connect: impl FnOnce(&tokio::runtime::Runtime, Config) -> Result<T, NotRun>,
+    connect: impl FnOnce(&tokio::runtime::Runtime, Config, LabLock) -> Result<T, NotRun>,
 ) -> Suite<T> {
     let mut args = libtest_mimic::Arguments::from_args();
     args.test_threads = Some(1);
@@ -158,17 +159,13 @@ pub fn start_suite<T>(
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let (connected, lock) = match prepared {
-        Ok((cfg, lock)) => (connect(&rt, cfg), Some(lock)),
-        Err(e) => (Err(e), None),
-    };
+    let connected = prepared.and_then(|(cfg, lock)| connect(&rt, cfg, lock));
     let availability = Availability::new(suite, connected.as_ref().err());
     Suite {
         args,
         rt,
         connected: connected.ok(),
         availability,
-        lock,
         provisioned,
     }
 }
@@ -211,11 +208,13 @@ pub struct LabCluster {
     pub records: RecordPaths,
     pub recovered: String,
     pub bad: String,
+    /// The lab's lock, held while the suite runs; what [`GitOps::prepare`] requires.
+    pub lock: LabLock,
 }
 
 impl LabCluster {
     /// Connects and reads the lab's records; an error says what is missing.
-    pub async fn connect(cfg: Config) -> Result<Self, NotRun> {
+    pub async fn connect(cfg: Config, lock: LabLock) -> Result<Self, NotRun> {
         let unreachable = |e: anyhow::Error| NotRun::Unreachable(format!("{e:#}"));
         let cluster = Cluster::connect(&cfg).await.map_err(unreachable)?;
         api_answers(&cluster).await?;
@@ -245,7 +244,13 @@ impl LabCluster {
             records,
             recovered,
             bad,
+            lock,
         })
+    }
+
+    /// The working copy, for a Git write (under the lab's lock).
+    pub fn git(&self) -> Result<GitOps, String> {
+        GitOps::prepare(&self.cfg, &self.lock).map_err(|e| format!("{e:#}"))
     }
 
     pub async fn point_at(&self, revision: &str) -> Result<Instant, String> {
@@ -358,7 +363,7 @@ impl LabCluster {
 
     /// Commits `release` on the working copy (history only grows) and pushes it.
     pub fn commit(&self, release: &serde_json::Value, message: &str) -> Result<String, String> {
-        let git = GitOps::prepare(&self.cfg).map_err(|e| format!("{e:#}"))?;
+        let git = self.git()?;
         let bytes = to_file_bytes(release);
         // An earlier interrupted trial may have left exactly this release at HEAD: reuse it.
         if let Some(h) = git.head().map_err(|e| format!("{e:#}"))? {
@@ -381,7 +386,7 @@ impl LabCluster {
 
     /// Reverts `sha` through Git (a new commit) and pushes.
     pub fn revert(&self, sha: &str) -> Result<String, String> {
-        let git = GitOps::prepare(&self.cfg).map_err(|e| format!("{e:#}"))?;
+        let git = self.git()?;
         let oid = git
             .revert(parse_sha(sha).map_err(|e| format!("{e:#}"))?)
             .map_err(|e| format!("{e:#}"))?;

@@ -6,6 +6,10 @@
 //! resume, every record the killed run left is byte-identical afterwards (observations are
 //! append-only: kept as a prefix), and the outage is measured from the recorded
 //! targetRevision change (so never shorter than the progress deadline).
+//!
+//! Two more trials leave, after the SIGKILL, the lock file a kill inside a Git write leaves
+//! (`.git/index.lock` in the working copy, `refs/heads/<branch>.lock` in the bare repository):
+//! the resume must remove it, say so, and still pass 12/12.
 
 use crate::support::LabCluster;
 use cnpe_lab::config::Config;
@@ -26,7 +30,57 @@ const RUN_DEADLINE: Duration = Duration::from_secs(300);
 struct Tenant {
     _dir: tempfile::TempDir,
     evidence: PathBuf,
+    gitops: PathBuf,
+    bare: PathBuf,
+    branch: String,
     env: Vec<(&'static str, String)>,
+}
+
+/// A Git lock file left behind after the SIGKILL, exactly as a kill inside that write leaves it.
+#[derive(Debug, Clone, Copy)]
+pub enum StaleLock {
+    /// `.git/index.lock` in the working copy (a kill in a commit's index write or the revert's
+    /// checkout: the bug first seen on a fresh machine).
+    WorkingCopyIndex,
+    /// `refs/heads/<branch>.lock` in the bare repository (a kill in the push).
+    BareBranch,
+}
+
+impl StaleLock {
+    fn path(self, t: &Tenant) -> PathBuf {
+        match self {
+            StaleLock::WorkingCopyIndex => t.gitops.join(".git/index.lock"),
+            StaleLock::BareBranch => t.bare.join(format!("refs/heads/{}.lock", t.branch)),
+        }
+    }
+
+    /// Leaves the file (created with O_EXCL, nothing written: libgit2 buffers until it
+    /// renames). One the kill itself left is kept as it is.
+    fn leave(self, t: &Tenant) -> Result<PathBuf, String> {
+        let path = self.path(t);
+        let repo = match self {
+            StaleLock::WorkingCopyIndex => t.gitops.join(".git"),
+            StaleLock::BareBranch => t.bare.clone(),
+        };
+        if !repo.is_dir() {
+            return Err(format!(
+                "trial not reached: {} does not exist after the kill",
+                repo.display()
+            ));
+        }
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(_) => Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(path),
+            Err(e) => Err(format!("leaving {}: {e}", path.display())),
+        }
+    }
 }
 
 /// The lab's repository URL with the repository name replaced (same server, same directory).
@@ -52,16 +106,12 @@ fn tenant(cfg: &Config) -> Result<Tenant, String> {
         .parent()
         .ok_or("CNPE_BARE_REPO has no parent directory")?;
     let evidence = dir.path().join("cnpe");
+    let gitops = dir.path().join("gitops");
+    let bare = parent.join(format!("{TENANT}.git"));
     let env = vec![
         ("CNPE_EVIDENCE_DIR", evidence.display().to_string()),
-        (
-            "CNPE_GITOPS_DIR",
-            dir.path().join("gitops").display().to_string(),
-        ),
-        (
-            "CNPE_BARE_REPO",
-            parent.join(format!("{TENANT}.git")).display().to_string(),
-        ),
+        ("CNPE_GITOPS_DIR", gitops.display().to_string()),
+        ("CNPE_BARE_REPO", bare.display().to_string()),
         ("CNPE_REPO_URL", tenant_repo_url(&cfg.repo_url)?),
         ("CNPE_APPLICATION", TENANT.into()),
         ("CNPE_PROJECT", TENANT.into()),
@@ -70,6 +120,9 @@ fn tenant(cfg: &Config) -> Result<Tenant, String> {
     Ok(Tenant {
         _dir: dir,
         evidence,
+        gitops,
+        bare,
+        branch: cfg.branch.clone(),
         env,
     })
 }
@@ -139,9 +192,18 @@ async fn reset(t: &Tenant) -> Result<(), String> {
 }
 
 pub async fn killed_in(lab: &mut LabCluster, step: Step) -> Result<String, String> {
+    killed_in_leaving(lab, step, None).await
+}
+
+/// SIGKILLed as `step` begins, then `stale` left behind before the resume.
+pub async fn killed_in_leaving(
+    lab: &mut LabCluster,
+    step: Step,
+    stale: Option<StaleLock>,
+) -> Result<String, String> {
     let t = tenant(&lab.cfg)?;
     reset(&t).await?;
-    let result = kill_and_resume(&t, step).await;
+    let result = kill_and_resume(&t, step, stale).await;
     let cleaned = reset(&t).await;
     let line = result?;
     cleaned?;
@@ -206,7 +268,11 @@ async fn resume(t: &Tenant, concurrent: bool) -> Result<(bool, String, String), 
     Ok((status.success(), err.join("\n"), refusal))
 }
 
-async fn kill_and_resume(t: &Tenant, step: Step) -> Result<String, String> {
+async fn kill_and_resume(
+    t: &Tenant,
+    step: Step,
+    stale: Option<StaleLock>,
+) -> Result<String, String> {
     // 1. Run until the step is announced, then SIGKILL at once.
     let begin = Reporter::begin_line(step.trial_name());
     let mut child = cnpe_lab(t, &["run"])
@@ -247,6 +313,7 @@ async fn kill_and_resume(t: &Tenant, step: Step) -> Result<String, String> {
     if status.signal() != Some(9) {
         return Err(format!("the run was not killed by SIGKILL: {status}"));
     }
+    let stale = stale.map(|s| s.leave(t)).transpose()?;
     let before = snapshot(&t.evidence);
 
     // 2. Resume to the end. While the resumed run holds the lock, a second run on the same
@@ -256,8 +323,24 @@ async fn kill_and_resume(t: &Tenant, step: Step) -> Result<String, String> {
     let resumed_in = t0.elapsed().as_secs_f64();
     if !ok || !err.lines().any(|l| l == "12 passed, 0 failed") {
         return Err(format!(
-            "after SIGKILL in {step} the resumed run did not pass 12/12:\n{err}"
+            "after SIGKILL in {step}{} the resumed run did not pass 12/12:\n{err}",
+            stale
+                .as_ref()
+                .map_or(String::new(), |p| format!(" and a stale {}", p.display()))
         ));
+    }
+    let mut stale_note = String::new();
+    if let Some(lock) = &stale {
+        let said = format!("removed the stale lock file {}", lock.display());
+        if lock.exists() || !err.contains(&said) {
+            return Err(format!(
+                "after SIGKILL in {step} the resume passed but did not remove the stale {} \
+                 saying so (still there: {}):\n{err}",
+                lock.display(),
+                lock.exists()
+            ));
+        }
+        stale_note = format!("; the stale {} was removed", lock.display());
     }
 
     // 3. Nothing the killed run recorded was lost or rewritten.
@@ -304,7 +387,7 @@ async fn kill_and_resume(t: &Tenant, step: Step) -> Result<String, String> {
     Ok(format!(
         "SIGKILL in {step} (after {killed_after:.1}s, {} files on disk): resumed 12/12 in {resumed_in:.1}s; \
          {identical} records byte-identical; outage detected {detection:.1}s and recovered {} after their recorded \
-         changes{refusal}",
+         changes{refusal}{stale_note}",
         before.len(),
         f(timeline["recovery_seconds"].as_f64()),
     ))

@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 
 impl Lab {
     pub(in crate::lab) fn commit_baseline(&mut self) -> Result<String> {
-        let git = GitOps::prepare(&self.cfg)?;
+        let git = self.git()?;
         let want = serde_json::to_value(manifests::baseline_release(&self.cfg))?;
         if !self.plan()?.commit_baseline {
             let sha = self.records.sha(Record::BaselineSha)?;
@@ -35,8 +35,9 @@ impl Lab {
             bail!("pushed release differs from step 1 at {diff:?}");
         }
         Ok(format!(
-            "baseline {sha} committed, pushed to {} and recorded",
-            self.cfg.branch
+            "baseline {sha} committed, pushed to {} and recorded{}",
+            self.cfg.branch,
+            removed_note(&git)
         ))
     }
 
@@ -54,7 +55,7 @@ impl Lab {
             }
             format!("resumed: bad {bad} already recorded")
         } else {
-            let git = GitOps::prepare(&self.cfg)?;
+            let git = self.git()?;
             let bytes = to_file_bytes(&manifests::bad_release(&self.cfg));
             let head = git.head()?.map(|h| h.to_string());
             // Killed after committing, before recording: adopt that commit, never add another.
@@ -75,7 +76,10 @@ impl Lab {
             };
             git.push()?;
             records::write_sha(&self.records.path(Record::BadSha), &oid.to_string())?;
-            format!("bad {oid} {how} (readiness path /not-ready only), pushed and recorded")
+            format!(
+                "bad {oid} {how} (readiness path /not-ready only), pushed and recorded{}",
+                removed_note(&git)
+            )
         };
         if plan.point_at_bad {
             let bad = self.records.sha(Record::BadSha)?;
@@ -95,7 +99,7 @@ impl Lab {
                 self.records.sha(Record::RecoveredSha)?
             )
         } else {
-            let git = GitOps::prepare(&self.cfg)?;
+            let git = self.git()?;
             let bad_oid = parse_sha(&bad)?;
             // Killed after the revert's commit, before recording it: adopt it (and finish its
             // checkout), never revert twice.
@@ -111,7 +115,10 @@ impl Lab {
             };
             git.push()?;
             records::write_sha(&self.records.path(Record::RecoveredSha), &oid.to_string())?;
-            format!("revert {oid} of {bad} {how}, pushed and recorded")
+            format!(
+                "revert {oid} of {bad} {how}, pushed and recorded{}",
+                removed_note(&git)
+            )
         };
         let rec = self.records.sha(Record::RecoveredSha)?;
         let baseline = self.records.sha(Record::BaselineSha)?;
@@ -132,4 +139,17 @@ impl Lab {
         }
         Ok(summary)
     }
+}
+
+/// "; removed the stale lock file(s) ..." when [`GitOps::prepare`] removed any, else nothing.
+fn removed_note(git: &GitOps) -> String {
+    let removed = git.removed_locks();
+    if removed.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();
+    format!(
+        "; removed the stale lock file(s) {} left by a killed run",
+        names.join(", ")
+    )
 }
