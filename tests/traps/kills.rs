@@ -11,7 +11,6 @@
 //! (`.git/index.lock` in the working copy, `refs/heads/<branch>.lock` in the bare repository):
 //! the resume must remove it, say so, and still pass 12/12.
 
-use crate::support::LabCluster;
 use cnpe_lab::config::Config;
 use cnpe_lab::lab::step::Step;
 use cnpe_lab::records::{Keeping, Record};
@@ -22,12 +21,17 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-/// The tenant's Application, AppProject, namespace and bare repository name.
+/// The tenants' Application, AppProject, namespace and bare repository name: `cnpe-kill-N`,
+/// one per slot (the trials run on [`SLOTS`] tenants at once: each lab run mostly waits on
+/// the cluster, and one at a time took 14 min of CI).
 const TENANT: &str = "cnpe-kill";
+/// How many kill trials run at once, each on its own tenant.
+pub const SLOTS: usize = 3;
 /// Bound on one whole `cnpe-lab run` (the lab takes about 40 s on the hermetic cluster).
 const RUN_DEADLINE: Duration = Duration::from_secs(300);
 
 struct Tenant {
+    name: String,
     _dir: tempfile::TempDir,
     evidence: PathBuf,
     gitops: PathBuf,
@@ -84,7 +88,7 @@ impl StaleLock {
 }
 
 /// The lab's repository URL with the repository name replaced (same server, same directory).
-fn tenant_repo_url(repo_url: &str) -> Result<String, String> {
+fn tenant_repo_url(repo_url: &str, name: &str) -> Result<String, String> {
     let uri: http::Uri = repo_url
         .parse()
         .map_err(|e| format!("CNPE_REPO_URL {repo_url:?}: {e}"))?;
@@ -93,10 +97,11 @@ fn tenant_repo_url(repo_url: &str) -> Result<String, String> {
         _ => return Err(format!("CNPE_REPO_URL {repo_url:?} has no scheme or host")),
     };
     let dir = uri.path().rsplit_once('/').map_or("", |(d, _)| d);
-    Ok(format!("{scheme}://{authority}{dir}/{TENANT}.git"))
+    Ok(format!("{scheme}://{authority}{dir}/{name}.git"))
 }
 
-fn tenant(cfg: &Config) -> Result<Tenant, String> {
+fn tenant(cfg: &Config, slot: usize) -> Result<Tenant, String> {
+    let name = format!("{TENANT}-{slot}");
     let dir = tempfile::Builder::new()
         .prefix("cnpe-kill.")
         .tempdir()
@@ -107,17 +112,18 @@ fn tenant(cfg: &Config) -> Result<Tenant, String> {
         .ok_or("CNPE_BARE_REPO has no parent directory")?;
     let evidence = dir.path().join("cnpe");
     let gitops = dir.path().join("gitops");
-    let bare = parent.join(format!("{TENANT}.git"));
+    let bare = parent.join(format!("{name}.git"));
     let env = vec![
         ("CNPE_EVIDENCE_DIR", evidence.display().to_string()),
         ("CNPE_GITOPS_DIR", gitops.display().to_string()),
         ("CNPE_BARE_REPO", bare.display().to_string()),
-        ("CNPE_REPO_URL", tenant_repo_url(&cfg.repo_url)?),
-        ("CNPE_APPLICATION", TENANT.into()),
-        ("CNPE_PROJECT", TENANT.into()),
-        ("CNPE_NAMESPACE", TENANT.into()),
+        ("CNPE_REPO_URL", tenant_repo_url(&cfg.repo_url, &name)?),
+        ("CNPE_APPLICATION", name.clone()),
+        ("CNPE_PROJECT", name.clone()),
+        ("CNPE_NAMESPACE", name.clone()),
     ];
     Ok(Tenant {
+        name,
         _dir: dir,
         evidence,
         gitops,
@@ -186,24 +192,77 @@ async fn reset(t: &Tenant) -> Result<(), String> {
     match run_to_end(t, &["reset", "--yes"], Duration::from_secs(180)).await? {
         (true, _) => Ok(()),
         (false, err) => Err(format!(
-            "cnpe-lab reset of the {TENANT} tenant failed: {err}"
+            "cnpe-lab reset of the {} tenant failed: {err}",
+            t.name
         )),
     }
 }
 
-pub async fn killed_in(lab: &mut LabCluster, step: Step) -> Result<String, String> {
-    killed_in_leaving(lab, step, None).await
+/// One kill trial: the step whose beginning the SIGKILL hits, and what is left behind.
+#[derive(Debug, Clone, Copy)]
+pub struct Scenario {
+    pub step: Step,
+    pub stale: Option<StaleLock>,
 }
 
-/// SIGKILLed as `step` begins, then `stale` left behind before the resume.
-pub async fn killed_in_leaving(
-    lab: &mut LabCluster,
-    step: Step,
-    stale: Option<StaleLock>,
-) -> Result<String, String> {
-    let t = tenant(&lab.cfg)?;
+impl Scenario {
+    /// Every kill trial: each of the 12 steps, then the two stale-lock windows.
+    pub fn all() -> Vec<Scenario> {
+        let mut out: Vec<Scenario> = Step::ALL
+            .into_iter()
+            .map(|step| Scenario { step, stale: None })
+            .collect();
+        out.push(Scenario {
+            step: Step::ReleaseBadCommit,
+            stale: Some(StaleLock::WorkingCopyIndex),
+        });
+        out.push(Scenario {
+            step: Step::RevertThroughGit,
+            stale: Some(StaleLock::BareBranch),
+        });
+        out
+    }
+
+    pub fn trial_name(&self) -> String {
+        let what = match self.stale {
+            None => "",
+            Some(StaleLock::WorkingCopyIndex) => "_then_a_stale_index_lock",
+            Some(StaleLock::BareBranch) => "_then_a_stale_bare_branch_lock",
+        };
+        format!("fault_sigkill_in_{}{what}", self.step.trial_name())
+    }
+}
+
+/// One kill trial's name, result and seconds.
+pub type KillResult = (String, Result<String, String>, f64);
+
+/// Runs every scenario, [`SLOTS`] at a time on their own tenants; returns each trial's name,
+/// result and seconds, in the order given.
+pub async fn run_all(cfg: &Config, scenarios: &[Scenario]) -> Vec<KillResult> {
+    let slot_runs = (0..SLOTS).map(|slot| async move {
+        let mut out = Vec::new();
+        for (i, sc) in scenarios.iter().enumerate().skip(slot).step_by(SLOTS) {
+            let t0 = std::time::Instant::now();
+            let result = killed_in(cfg, slot + 1, *sc).await;
+            out.push((i, sc.trial_name(), result, t0.elapsed().as_secs_f64()));
+        }
+        out
+    });
+    let mut all: Vec<_> = futures::future::join_all(slot_runs)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    all.sort_by_key(|(i, ..)| *i);
+    all.into_iter().map(|(_, n, r, s)| (n, r, s)).collect()
+}
+
+/// SIGKILLed as the scenario's step begins (its stale lock left behind), then resumed, on
+/// tenant `slot`; the tenant is removed before and after, whatever happened.
+async fn killed_in(cfg: &Config, slot: usize, sc: Scenario) -> Result<String, String> {
+    let t = tenant(cfg, slot)?;
     reset(&t).await?;
-    let result = kill_and_resume(&t, step, stale).await;
+    let result = kill_and_resume(&t, sc.step, sc.stale).await;
     let cleaned = reset(&t).await;
     let line = result?;
     cleaned?;
