@@ -728,15 +728,36 @@ fn a_lock_file_a_live_process_has_open_is_refused_naming_it_and_kept(
     drop(g);
     let lock = lock_path(&l, repo, rel);
     leave_lock(&lock);
-    let child = Command::new("sleep")
-        .arg("infinity")
-        .stdin(std::fs::File::open(&lock).unwrap())
-        .spawn()
-        .unwrap();
-    // spawn() returns once the child has exec'd, its stdin already the lock file.
+    // While this test has the lock file open, a sibling case's fork would copy the descriptor
+    // into its child until that child execs; opening and spawning one case at a time keeps
+    // the only holder the one this case started.
+    static SPAWNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let child = {
+        let _one_at_a_time = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
+        Command::new("sleep")
+            .arg("infinity")
+            .stdin(std::fs::File::open(&lock).unwrap())
+            .spawn()
+            .unwrap()
+    };
     let mut holder = Holder(child);
-    let err = GitOps::prepare(&l.cfg, &l.lock).err().unwrap().to_string();
     let pid = holder.0.id();
+    // spawn() returns once the child is inside exec, its stdin already the lock file, but the
+    // kernel renames it (`/proc/PID/comm`) a moment later: wait for the name the error quotes.
+    let comm = format!("/proc/{pid}/comm");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_to_string(&comm)
+        .unwrap_or_default()
+        .trim_end()
+        != "sleep"
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "pid {pid} is not `sleep` after 10 s"
+        );
+        std::thread::yield_now();
+    }
+    let err = GitOps::prepare(&l.cfg, &l.lock).err().unwrap().to_string();
     assert!(
         err.contains(&lock.display().to_string())
             && err.contains(&format!("pid {pid} (sleep)"))

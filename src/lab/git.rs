@@ -415,14 +415,17 @@ pub fn clear_stale_locks(
     };
     let processes = holders::scan()?;
     for lock in &present {
-        if let Some(h) = holders::live_holder(&processes, lock, repo_dir) {
+        let held_by = holders::live_holders(&processes, lock, repo_dir);
+        if !held_by.is_empty() {
+            let named: Vec<String> = held_by
+                .iter()
+                .map(|h| format!("pid {} ({}), which {}", h.pid, h.comm, h.how))
+                .collect();
             bail!(
-                "{} is held by a live process: pid {} ({}), which {}; not removing it: wait for \
-                 that process to finish (or end it), then run again",
+                "{} is held by a live process: {}; not removing it: wait for that process to \
+                 finish (or end it), then run again",
                 lock.display(),
-                h.pid,
-                h.comm,
-                h.how
+                named.join("; ")
             );
         }
     }
@@ -513,9 +516,11 @@ mod holders {
         git && !serving
     }
 
-    /// The first live process that has `lock` open (libgit2 and git keep it open while they
-    /// write it) or is a writing git command running inside `repo_dir`.
-    pub fn live_holder(processes: &[Process], lock: &Path, repo_dir: &Path) -> Option<Holder> {
+    /// Every live process that has `lock` open (libgit2 and git keep it open while they write
+    /// it) and every writing git command running inside `repo_dir`. All are named: a process
+    /// that forked and has not yet exec'd also holds the parent's descriptors, and the user
+    /// must see the real writer among them.
+    pub fn live_holders(processes: &[Process], lock: &Path, repo_dir: &Path) -> Vec<Holder> {
         let lock = std::fs::canonicalize(lock).unwrap_or_else(|_| lock.to_path_buf());
         let repo = std::fs::canonicalize(repo_dir).unwrap_or_else(|_| repo_dir.to_path_buf());
         let holder = |p: &Process, how: String| Holder {
@@ -523,12 +528,14 @@ mod holders {
             comm: p.comm.clone(),
             how,
         };
-        if let Some(p) = processes.iter().find(|p| p.open.contains(&lock)) {
-            return Some(holder(p, "has it open".into()));
-        }
-        processes
+        let open = processes
             .iter()
-            .find(|p| is_writing_git(p) && p.cwd.as_ref().is_some_and(|c| c.starts_with(&repo)))
+            .filter(|p| p.open.contains(&lock))
+            .map(|p| holder(p, "has it open".into()));
+        let writing = processes
+            .iter()
+            .filter(|p| !p.open.contains(&lock))
+            .filter(|p| is_writing_git(p) && p.cwd.as_ref().is_some_and(|c| c.starts_with(&repo)))
             .map(|p| {
                 holder(
                     p,
@@ -538,7 +545,8 @@ mod holders {
                         p.args.join(" ")
                     ),
                 )
-            })
+            });
+        open.chain(writing).collect()
     }
 
     #[cfg(test)]
