@@ -166,6 +166,9 @@ pub struct SyncStatus {
     pub status: Option<String>,
     #[serde(default)]
     pub revision: Option<String>,
+    /// One revision per source of a multi-source Application (`spec.sources`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revisions: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -214,6 +217,9 @@ pub struct SyncOperation {
 pub struct SyncResult {
     #[serde(default)]
     pub revision: Option<String>,
+    /// One revision per source of a multi-source Application.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revisions: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

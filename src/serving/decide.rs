@@ -1,9 +1,15 @@
 //! The decision (pure): a function of the request, the objects, the probe answers and the clock.
 
+use crate::cluster::argo::Application;
 use crate::serving::expect::Expect;
-use crate::serving::model::{Endpoint, Objects, Probes};
-use crate::serving::verdict::Verdict;
-use k8s_openapi::jiff::Timestamp;
+use crate::serving::model::{Endpoint, EndpointKey, Objects, ProbeAnswer, Probes};
+use crate::serving::verdict::{
+    endpoint_address, shown_body, Condition, Decision, EndpointReport, LieWindow, Unmet, Verdict,
+};
+use crate::serving::workloads::{self, PodRevision, WorkloadCheck, WorkloadKind, WorkloadRef};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// What is asked: Application `namespace/name` at `sha` serving what `expect` says on `path`,
@@ -21,21 +27,815 @@ pub struct Request {
     pub max_answer_age: Duration,
 }
 
+/// The label an EndpointSlice names its Service with.
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+/// A managed resource of the Application: (kind, namespace, name), hooks left out (a hook is
+/// a Job or Pod of one sync, e.g. the gate itself, not what the release serves). An empty
+/// namespace is the Application's destination namespace.
+fn resources(app: &Application) -> impl Iterator<Item = (String, String, String, String)> + '_ {
+    let default_ns = app.spec.destination.namespace.clone().unwrap_or_default();
+    app.status
+        .as_ref()
+        .and_then(|s| s.resources.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|r| r.hook != Some(true))
+        .filter_map(move |r| {
+            let ns = r
+                .namespace
+                .clone()
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| default_ns.clone());
+            Some((
+                r.group.clone().unwrap_or_default(),
+                r.kind.clone()?,
+                ns,
+                r.name.clone()?,
+            ))
+        })
+}
+
+/// The workloads of the Application: every Deployment, StatefulSet and DaemonSet (group
+/// `apps`) and bare Pod (core group) in its `status.resources`, sorted, without duplicates.
+pub fn workloads_of(app: &Application) -> Vec<WorkloadRef> {
+    let mut out: Vec<WorkloadRef> = resources(app)
+        .filter_map(|(group, kind, namespace, name)| {
+            let kind = match (group.as_str(), kind.as_str()) {
+                ("apps", "Deployment") => WorkloadKind::Deployment,
+                ("apps", "StatefulSet") => WorkloadKind::StatefulSet,
+                ("apps", "DaemonSet") => WorkloadKind::DaemonSet,
+                ("", "Pod") => WorkloadKind::Pod,
+                _ => return None,
+            };
+            Some(WorkloadRef {
+                kind,
+                namespace,
+                name,
+            })
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The Services of the Application, as (namespace, name), sorted, without duplicates.
+pub fn services_of(app: &Application) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = resources(app)
+        .filter(|(group, kind, _, _)| group.is_empty() && kind == "Service")
+        .map(|(_, _, ns, name)| (ns, name))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// The endpoints to probe: every ready or serving address (terminating ones included) of the
 /// EndpointSlices of every Service in the Application's `status.resources`.
+///
+/// A slice belongs to a Service by its label `kubernetes.io/service-name` and namespace.
+/// Conditions: a missing `ready` means true, a missing `serving` means `ready`, a missing
+/// `terminating` means false; an address neither ready nor serving is left out. Ports: every
+/// TCP port of the slice (a missing protocol is TCP) that has a number in 1..=65535, so a
+/// Service exposing two TCP ports is probed on both; UDP/SCTP ports and ports without a
+/// number are skipped (nothing HTTP to ask). One [`Endpoint`] per (Service, pod, address,
+/// port), sorted by key; the same key from two slices (during a slice split) is merged, each
+/// condition true if any slice says so.
 pub fn endpoints(objects: &Objects) -> Vec<Endpoint> {
-    let _ = objects;
-    unimplemented!("helper")
+    let Some(app) = &objects.application else {
+        return Vec::new();
+    };
+    let services = services_of(app);
+    let mut out: BTreeMap<EndpointKey, Endpoint> = BTreeMap::new();
+    for slice in &objects.endpoint_slices {
+        let Some(ns) = slice.metadata.namespace.as_deref() else {
+            continue;
+        };
+        let Some(service) = slice
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(SERVICE_NAME_LABEL))
+        else {
+            continue;
+        };
+        if !services
+            .iter()
+            .any(|(n, s)| n.as_str() == ns && s == service)
+        {
+            continue;
+        }
+        let ports: Vec<u16> = slice
+            .ports
+            .iter()
+            .flatten()
+            .filter(|p| p.protocol.as_deref().unwrap_or("TCP") == "TCP")
+            .filter_map(|p| p.port.and_then(|n| u16::try_from(n).ok()))
+            .filter(|n| *n > 0)
+            .collect();
+        for e in slice.endpoints.iter().flatten() {
+            let c = e.conditions.clone().unwrap_or_default();
+            let ready = c.ready.unwrap_or(true);
+            let serving = c.serving.unwrap_or(ready);
+            let terminating = c.terminating.unwrap_or(false);
+            if !ready && !serving {
+                continue;
+            }
+            let pod = e
+                .target_ref
+                .as_ref()
+                .filter(|r| r.kind.as_deref() == Some("Pod"))
+                .and_then(|r| r.name.clone());
+            for ip in &e.addresses {
+                for port in &ports {
+                    let key = EndpointKey {
+                        namespace: ns.to_string(),
+                        service: service.clone(),
+                        pod: pod.clone(),
+                        ip: ip.clone(),
+                        port: *port,
+                    };
+                    let entry = out.entry(key.clone()).or_insert(Endpoint {
+                        key,
+                        ready: false,
+                        serving: false,
+                        terminating: false,
+                    });
+                    entry.ready |= ready;
+                    entry.serving |= serving;
+                    entry.terminating |= terminating;
+                }
+            }
+        }
+    }
+    out.into_values().collect()
+}
+
+/// Unmet conditions and likely causes as they are found (sorted at the end).
+#[derive(Default)]
+struct Draft {
+    unmet: Vec<Unmet>,
+    causes: Vec<(Condition, String)>,
+    /// A final rejection (Failed/Error operation or Degraded health at the SHA).
+    final_reject: bool,
+}
+
+impl Draft {
+    fn unmet(&mut self, condition: Condition, subject: &str, want: String, found: String) {
+        self.unmet.push(Unmet {
+            condition,
+            subject: subject.to_string(),
+            want,
+            found,
+        });
+    }
+
+    fn cause(&mut self, condition: Condition, text: String) {
+        self.causes.push((condition, text));
+    }
+}
+
+fn short(s: &str, n: usize) -> String {
+    let mut out: String = s.chars().take(n).collect();
+    if out.len() < s.len() {
+        out.push('…');
+    }
+    out
+}
+
+fn contains_sha(one: Option<&str>, many: Option<&Vec<String>>, sha: &str) -> bool {
+    one == Some(sha) || many.is_some_and(|m| m.iter().any(|r| r == sha))
+}
+
+fn revisions_text(one: Option<&str>, many: Option<&Vec<String>>) -> String {
+    match (one, many) {
+        (Some(r), _) if !r.is_empty() => r.to_string(),
+        (_, Some(m)) if !m.is_empty() => m.join(", "),
+        _ => "none".into(),
+    }
+}
+
+/// Argo CD's side: revision, operation, sync, health, freshness, error conditions.
+fn argo(d: &mut Draft, request: &Request, app: &Application, subject: &str) {
+    let sha = request.sha.as_str();
+    let sha12: String = sha.chars().take(12).collect();
+    let status = app.status.clone().unwrap_or_default();
+    let sync = status.sync.clone().unwrap_or_default();
+    let at_sha = contains_sha(sync.revision.as_deref(), sync.revisions.as_ref(), sha);
+    if !at_sha {
+        d.unmet(
+            Condition::SyncRevision,
+            subject,
+            format!("status.sync.revision {sha}"),
+            revisions_text(sync.revision.as_deref(), sync.revisions.as_ref()),
+        );
+        d.cause(
+            Condition::SyncRevision,
+            format!("Argo CD has not compared the Application at {sha12} yet: targetRevision not moved there, or the commit not fetched yet"),
+        );
+    }
+    // The operation: at the SHA and Succeeded; `finished` = it is over, at the SHA.
+    let op = status.operation_state.as_ref();
+    let mut finished_at_sha = op.is_none();
+    if let Some(op) = op {
+        let result = op.sync_result.clone().unwrap_or_default();
+        let op_at_sha = contains_sha(result.revision.as_deref(), result.revisions.as_ref(), sha);
+        let asked = op
+            .operation
+            .as_ref()
+            .and_then(|o| o.sync.as_ref())
+            .and_then(|s| s.revision.clone());
+        let asked_at_sha = asked.as_deref() == Some(sha);
+        let phase = op.phase.as_deref().unwrap_or("");
+        let message = op.message.as_deref().unwrap_or("");
+        if !op_at_sha {
+            let found = match (&op.sync_result, &asked) {
+                (None, Some(a)) => format!("no syncResult yet (the operation asks for {a})"),
+                (None, None) => "no syncResult yet".into(),
+                _ => revisions_text(result.revision.as_deref(), result.revisions.as_ref()),
+            };
+            d.unmet(
+                Condition::OperationRevision,
+                subject,
+                format!("operationState.syncResult.revision {sha}"),
+                found,
+            );
+            if !asked_at_sha {
+                d.cause(
+                    Condition::OperationRevision,
+                    format!("the last sync operation was for another revision: no sync to {sha12} has run yet"),
+                );
+            }
+        }
+        let here = op_at_sha || (op.sync_result.is_none() && asked_at_sha);
+        match phase {
+            "Succeeded" => finished_at_sha = op_at_sha,
+            "Running" | "Terminating" => {
+                d.unmet(
+                    Condition::OperationPhase,
+                    subject,
+                    "operation Succeeded".into(),
+                    format!("{phase}: {}", short(message, 200)),
+                );
+            }
+            "Failed" | "Error" => {
+                d.unmet(
+                    Condition::OperationPhase,
+                    subject,
+                    "operation Succeeded".into(),
+                    format!("{phase}: {}", short(message, 200)),
+                );
+                if here {
+                    d.final_reject = true;
+                    d.cause(
+                        Condition::OperationPhase,
+                        format!(
+                            "the sync to {sha12} failed ({phase}): {}",
+                            short(message, 200)
+                        ),
+                    );
+                } else {
+                    d.cause(
+                        Condition::OperationPhase,
+                        "the last sync operation (for another revision) failed".into(),
+                    );
+                }
+            }
+            other => {
+                d.unmet(
+                    Condition::OperationPhase,
+                    subject,
+                    "operation Succeeded".into(),
+                    if other.is_empty() {
+                        "no phase".into()
+                    } else {
+                        format!("phase {other:?}")
+                    },
+                );
+            }
+        }
+    }
+    let sync_status = sync.status.as_deref().unwrap_or("none");
+    if sync_status != "Synced" {
+        d.unmet(
+            Condition::SyncStatus,
+            subject,
+            "Synced".into(),
+            sync_status.to_string(),
+        );
+        d.cause(
+            Condition::SyncStatus,
+            format!("Argo CD says {sync_status}: the live objects do not match Git at {sha12} (sync not run or not finished)"),
+        );
+    }
+    // Freshness: a reconciliation at or after the operation's end.
+    let fresh = fresh(d, &status, op, subject);
+    let health = status.health.clone().unwrap_or_default();
+    let h = health.status.as_deref().unwrap_or("none");
+    if h != "Healthy" {
+        let message = health.message.as_deref().unwrap_or("");
+        d.unmet(
+            Condition::HealthStatus,
+            subject,
+            "Healthy".into(),
+            if message.is_empty() {
+                h.to_string()
+            } else {
+                format!("{h}: {}", short(message, 200))
+            },
+        );
+        if h == "Degraded" && at_sha && finished_at_sha && fresh {
+            d.final_reject = true;
+            d.cause(
+                Condition::HealthStatus,
+                format!(
+                    "Argo CD says Degraded at {sha12} after the sync: {}",
+                    if message.is_empty() {
+                        "a workload failed (e.g. ProgressDeadlineExceeded)"
+                    } else {
+                        message
+                    }
+                ),
+            );
+        } else {
+            d.cause(
+                Condition::HealthStatus,
+                format!("Argo CD health is {h}: the rollout has not finished (or Argo CD has not looked since)"),
+            );
+        }
+    }
+    for c in status.conditions.iter().flatten() {
+        let t = c.type_.as_deref().unwrap_or("");
+        if t.ends_with("Error") {
+            let m = short(c.message.as_deref().unwrap_or(""), 200);
+            d.unmet(
+                Condition::NoSpecErrors,
+                subject,
+                "no ComparisonError, InvalidSpecError or SyncError condition".into(),
+                format!("{t}: {m}"),
+            );
+            d.cause(Condition::NoSpecErrors, format!("Argo CD reports {t}: {m}"));
+        }
+    }
+}
+
+/// `status.reconciledAt` at or after `operationState.finishedAt` (Argo CD's health right after
+/// a sync can be from before it). Without an operation, a parseable `reconciledAt` suffices
+/// (health and comparison then come from the same reconciliation). While the operation runs
+/// there is nothing to be fresh against yet: OperationPhase is unmet then, not Fresh.
+fn fresh(
+    d: &mut Draft,
+    status: &crate::cluster::argo::ApplicationStatus,
+    op: Option<&crate::cluster::argo::OperationState>,
+    subject: &str,
+) -> bool {
+    let want = "status.reconciledAt at or after operationState.finishedAt".to_string();
+    let cause = "Argo CD has not reconciled since the sync finished: its Healthy is from before the rollout".to_string();
+    let reconciled = match status.reconciled_at.as_deref() {
+        None => {
+            d.unmet(
+                Condition::Fresh,
+                subject,
+                want,
+                "no status.reconciledAt".into(),
+            );
+            return false;
+        }
+        Some(r) => match r.parse::<Timestamp>() {
+            Ok(t) => t,
+            Err(_) => {
+                d.unmet(
+                    Condition::Fresh,
+                    subject,
+                    want,
+                    format!("status.reconciledAt {:?} is not a timestamp", short(r, 60)),
+                );
+                return false;
+            }
+        },
+    };
+    let Some(op) = op else {
+        return true;
+    };
+    if matches!(op.phase.as_deref(), Some("Running" | "Terminating")) {
+        return false;
+    }
+    let finished = match op
+        .finished_at
+        .as_deref()
+        .map(|f| (f, f.parse::<Timestamp>()))
+    {
+        Some((_, Ok(t))) => t,
+        Some((f, Err(_))) => {
+            d.unmet(
+                Condition::Fresh,
+                subject,
+                want,
+                format!(
+                    "operationState.finishedAt {:?} is not a timestamp",
+                    short(f, 60)
+                ),
+            );
+            return false;
+        }
+        None => {
+            d.unmet(
+                Condition::Fresh,
+                subject,
+                want,
+                "the operation has no finishedAt".into(),
+            );
+            return false;
+        }
+    };
+    if reconciled < finished {
+        d.unmet(
+            Condition::Fresh,
+            subject,
+            want,
+            format!("reconciledAt {reconciled} before finishedAt {finished}"),
+        );
+        d.cause(Condition::Fresh, cause);
+        return false;
+    }
+    true
+}
+
+/// Why an answer does not count, and the likely cause; `None` when it counts.
+fn judge(
+    request: &Request,
+    now: Timestamp,
+    answer: Option<&ProbeAnswer>,
+) -> Option<(String, Option<String>)> {
+    let Some(a) = answer else {
+        return Some(("no answer yet".into(), None));
+    };
+    if a.at < request.started {
+        return Some((
+            format!("only an answer from before the gate started (at {})", a.at),
+            None,
+        ));
+    }
+    let max = SignedDuration::try_from(request.max_answer_age).unwrap_or(SignedDuration::MAX);
+    let age = now.duration_since(a.at);
+    if age > max {
+        return Some((
+            format!(
+                "the last answer is {:.1}s old (at {}), more than {:.1}s",
+                age.as_secs_f64(),
+                a.at,
+                request.max_answer_age.as_secs_f64()
+            ),
+            None,
+        ));
+    }
+    let body = a.body.as_deref().unwrap_or("");
+    match a.code {
+        None => Some((
+            format!(
+                "no answer: {}",
+                a.error.as_deref().unwrap_or("unknown error")
+            ),
+            Some(
+                "endpoint does not answer: wrong port, not listening yet, or a NetworkPolicy"
+                    .into(),
+            ),
+        )),
+        Some(code) if !(200..300).contains(&code) => Some((
+            format!("HTTP {code} {}", shown_body(body)),
+            Some(format!(
+                "endpoint answers HTTP {code}: the application fails, or --path is wrong"
+            )),
+        )),
+        Some(code) if !request.expect.matches(body) => Some((
+            format!("HTTP {code} {}", shown_body(body)),
+            Some("endpoint serves other content: wrong image or config in the new revision".into()),
+        )),
+        Some(_) => None,
+    }
+}
+
+fn find_pod<'a>(objects: &'a Objects, namespace: &str, name: &str) -> Option<&'a Pod> {
+    objects.pods.iter().map(|p| p.as_ref()).find(|p| {
+        p.metadata.namespace.as_deref() == Some(namespace)
+            && p.metadata.name.as_deref() == Some(name)
+    })
 }
 
 /// The decision at `now`. `lie` is the lie window so far (copied into the verdict).
+///
+/// Every condition of [`Condition`] is checked (the Argo CD ones only when the Application
+/// exists) and each failure is an [`Unmet`] with the live value; unmet conditions are listed
+/// in the enum's order. Approved iff nothing is unmet. Rejected (final) when the sync
+/// operation at the SHA Failed/Errored, or health is Degraded at the SHA after the operation
+/// finished AND Argo CD reconciled since (a stale Degraded of the release before must not
+/// reject this one); else Pending. Past `request.deadline`, anything not approved is
+/// Rejected with a Deadline unmet. Endpoints: each ready or serving endpoint must come from a
+/// pod a workload of the Application owns (else StrayEndpoint), of its newest revision (else
+/// OldRevisionServing, also for a terminating-but-serving old pod), and have an answer taken
+/// at or after `request.started`, at most `max_answer_age` old at `now`, 2xx, whose body
+/// `expect` matches (else EndpointAnswers). An Application without any Service is unmet
+/// (AtLeastOneEndpoint): the gate refuses to approve what it cannot probe.
 pub fn decide(
     request: &Request,
     objects: &Objects,
     probes: &Probes,
     now: Timestamp,
-    lie: &crate::serving::verdict::LieWindow,
+    lie: &LieWindow,
 ) -> Verdict {
-    let _ = (request, objects, probes, now, lie);
-    unimplemented!("helper")
+    let application = format!("{}/{}", request.namespace, request.name);
+    let subject = format!("Application {application}");
+    let mut d = Draft::default();
+    let mut reports = Vec::new();
+    let mut checks: Vec<WorkloadCheck> = Vec::new();
+    match &objects.application {
+        None => {
+            d.unmet(
+                Condition::ApplicationExists,
+                &subject,
+                format!(
+                    "Application {} in namespace {}",
+                    request.name, request.namespace
+                ),
+                "absent from the watch (deleted?)".into(),
+            );
+            d.cause(
+                Condition::ApplicationExists,
+                format!("the Application {application} is gone: deleted, or renamed"),
+            );
+        }
+        Some(app) => {
+            argo(&mut d, request, app, &subject);
+            let wl = workloads_of(app);
+            for w in &wl {
+                let c = workloads::check(w, objects);
+                d.unmet.extend(c.unmet.iter().cloned());
+                d.causes.extend(c.likely_causes.iter().cloned());
+                checks.push(c);
+            }
+            let services = services_of(app);
+            let eps = endpoints(objects);
+            if services.is_empty() {
+                d.unmet(
+                    Condition::AtLeastOneEndpoint,
+                    &subject,
+                    "at least one ready or serving endpoint behind its Services".into(),
+                    "the Application lists no Service: nothing to probe".into(),
+                );
+                d.cause(
+                    Condition::AtLeastOneEndpoint,
+                    "the Application lists no Service: the gate cannot see what it serves, so it never approves it".into(),
+                );
+            } else if eps.is_empty() {
+                let names: Vec<String> = services.iter().map(|(n, s)| format!("{n}/{s}")).collect();
+                d.unmet(
+                    Condition::AtLeastOneEndpoint,
+                    &subject,
+                    "at least one ready or serving endpoint behind its Services".into(),
+                    format!(
+                        "no ready or serving endpoint behind Service {}",
+                        names.join(", ")
+                    ),
+                );
+                d.cause(
+                    Condition::AtLeastOneEndpoint,
+                    format!("no pod behind Service {} is ready: failing readiness, or a selector that matches no pod", names.join(", ")),
+                );
+            }
+            for ep in &eps {
+                reports.push(endpoint(
+                    &mut d, request, objects, probes, now, &wl, &checks, ep,
+                ));
+            }
+            if now > request.deadline {
+                deadline_causes(&mut d, objects, &checks);
+            }
+        }
+    }
+    d.unmet.sort_by_key(|u| u.condition);
+    let decision = if d.unmet.is_empty() {
+        Decision::Approved
+    } else if d.final_reject {
+        Decision::Rejected
+    } else {
+        Decision::Pending
+    };
+    let mut verdict = Verdict {
+        application,
+        sha: request.sha.clone(),
+        decision,
+        decided_at: now,
+        unmet: d.unmet,
+        endpoints: reports,
+        likely_causes: Vec::new(),
+        lie_window: lie.clone(),
+    };
+    if now > request.deadline && verdict.decision != Decision::Approved {
+        verdict.reject_unapproved(&format!(
+            "approved by the gate's deadline {}",
+            request.deadline
+        ));
+        d.causes.push((
+            Condition::Deadline,
+            format!(
+                "the release did not converge by the gate's deadline ({})",
+                request.deadline
+            ),
+        ));
+    }
+    d.causes.sort_by_key(|(c, _)| *c);
+    for (_, text) in d.causes {
+        if !verdict.likely_causes.contains(&text) {
+            verdict.likely_causes.push(text);
+        }
+    }
+    verdict
+}
+
+/// At the deadline: a Deployment that never finished rolling out while Kubernetes reported
+/// no ProgressDeadlineExceeded (what a rollback to an existing ReplicaSet leaves).
+fn deadline_causes(d: &mut Draft, objects: &Objects, checks: &[WorkloadCheck]) {
+    for c in checks {
+        if c.workload.kind != WorkloadKind::Deployment
+            || !c
+                .unmet
+                .iter()
+                .any(|u| u.condition == Condition::WorkloadReplicas)
+        {
+            continue;
+        }
+        let exceeded = objects
+            .deployments
+            .iter()
+            .find(|x| {
+                x.metadata.namespace.as_deref() == Some(c.workload.namespace.as_str())
+                    && x.metadata.name.as_deref() == Some(c.workload.name.as_str())
+            })
+            .and_then(|x| x.status.as_ref()?.conditions.as_ref())
+            .is_some_and(|cs| {
+                cs.iter().any(|k| {
+                    k.type_ == "Progressing"
+                        && k.reason.as_deref() == Some("ProgressDeadlineExceeded")
+                })
+            });
+        if !exceeded {
+            d.cause(
+                Condition::Deadline,
+                format!(
+                    "{} did not finish rolling out by the gate's deadline and Kubernetes reported no ProgressDeadlineExceeded: after a rollback to an existing ReplicaSet it sets none (kubernetes/kubernetes#106054)",
+                    c.workload.subject()
+                ),
+            );
+        }
+    }
+}
+
+/// One endpoint: its owner, revision and answer, and what it leaves unmet.
+#[allow(clippy::too_many_arguments)]
+fn endpoint(
+    d: &mut Draft,
+    request: &Request,
+    objects: &Objects,
+    probes: &Probes,
+    now: Timestamp,
+    wl: &[WorkloadRef],
+    checks: &[WorkloadCheck],
+    ep: &Endpoint,
+) -> EndpointReport {
+    let key = &ep.key;
+    let svc = format!("{}/{}", key.namespace, key.service);
+    let pod_name = key.pod.as_deref();
+    let subject = format!(
+        "endpoint {} (pod {}) of Service {svc}",
+        endpoint_address(key),
+        pod_name.unwrap_or("-")
+    );
+    let pod = pod_name.and_then(|p| find_pod(objects, &key.namespace, p));
+    let owner = pod.and_then(|p| workloads::owner_of(p, wl, objects));
+    let revision: Option<&PodRevision> = owner.and_then(|w| {
+        checks
+            .iter()
+            .find(|c| &c.workload == w)
+            .and_then(|c| c.pods.iter().find(|p| Some(p.pod.as_str()) == pod_name))
+    });
+    let want_owner = format!(
+        "a pod owned by a workload of the Application ({})",
+        if wl.is_empty() {
+            "it lists none".to_string()
+        } else {
+            wl.iter()
+                .map(WorkloadRef::subject)
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
+    match (pod_name, pod, owner) {
+        (_, _, Some(_)) => {}
+        (None, _, _) => {
+            d.unmet(
+                Condition::StrayEndpoint,
+                &subject,
+                want_owner,
+                "no pod behind the address (no targetRef): a manual EndpointSlice or an external address".into(),
+            );
+            d.cause(
+                Condition::StrayEndpoint,
+                format!("Service {svc} has an endpoint that is no pod: traffic can reach something the Application does not run"),
+            );
+        }
+        (Some(p), None, _) => {
+            d.unmet(
+                Condition::StrayEndpoint,
+                &subject,
+                want_owner,
+                format!("pod {p} is not in the watch (deleted, or not seen yet)"),
+            );
+        }
+        (Some(p), Some(obj), None) => {
+            let owners: Vec<String> = obj
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .map(|r| format!("{} {}", r.kind, r.name))
+                .collect();
+            d.unmet(
+                Condition::StrayEndpoint,
+                &subject,
+                want_owner,
+                if owners.is_empty() {
+                    format!("pod {p} has no owner")
+                } else {
+                    format!("pod {p} is owned by {}", owners.join(", "))
+                },
+            );
+            d.cause(
+                Condition::StrayEndpoint,
+                format!("pod {p} behind Service {svc} is owned by no workload of the Application: a leftover pod or a Service selector that is too broad"),
+            );
+        }
+    }
+    let newest = revision.is_some_and(|r| r.newest);
+    if let (Some(w), Some(r)) = (owner, revision) {
+        // A ready old pod is already named by its workload's check; this catches the one
+        // the pod status no longer calls ready but the slice still routes to (terminating).
+        if !r.newest && !r.ready {
+            d.unmet(
+                Condition::OldRevisionServing,
+                &subject,
+                format!("only pods of the newest revision of {} serve", w.subject()),
+                format!(
+                    "pod {} of revision {} is {}",
+                    r.pod,
+                    r.revision.as_deref().unwrap_or("(none)"),
+                    if ep.terminating {
+                        "terminating but still serving"
+                    } else {
+                        "serving"
+                    }
+                ),
+            );
+            d.cause(
+                Condition::OldRevisionServing,
+                format!("pod {} of an older revision of {} is still serving: traffic still reaches the old release", r.pod, w.subject()),
+            );
+        }
+    } else if owner.is_some() {
+        // Owned but not listed by its workload's check (should not happen): not newest.
+        d.unmet(
+            Condition::OldRevisionServing,
+            &subject,
+            "a pod of the newest revision".into(),
+            "the pod's revision is unknown".into(),
+        );
+    }
+    let answer = probes.get(key);
+    let verdict = judge(request, now, answer);
+    if let Some((found, cause)) = &verdict {
+        d.unmet(
+            Condition::EndpointAnswers,
+            &subject,
+            format!(
+                "a 2xx answer with {} since the gate started, at most {:.1}s old",
+                request.expect.describe(),
+                request.max_answer_age.as_secs_f64()
+            ),
+            found.clone(),
+        );
+        if let Some(c) = cause {
+            d.cause(Condition::EndpointAnswers, c.clone());
+        }
+    }
+    EndpointReport {
+        endpoint: key.clone(),
+        owner: owner.map(WorkloadRef::subject),
+        revision: revision.and_then(|r| r.revision.clone()),
+        newest_revision: newest,
+        ready: ep.ready,
+        serving: ep.serving,
+        terminating: ep.terminating,
+        answer: answer.cloned(),
+        matched: verdict.is_none(),
+    }
 }

@@ -414,7 +414,8 @@ pub async fn run(cluster: &Cluster, opts: &Options) -> Result<Outcome, GateError
             p.lie.observe(now, synced, healthy, all_serving);
             v.lie_window = p.lie.clone();
             if opts.once && v.decision == Decision::Pending {
-                v.decision = Decision::Rejected;
+                // One snapshot, no second look: say why it was not approved in it.
+                v.reject_unapproved("approved in one snapshot (--once)");
             }
             let ms = now_i.saturating_duration_since(since).as_secs_f64() * 1000.0;
             latencies.push(ms);

@@ -30,8 +30,12 @@ pub enum Condition {
     HealthStatus,
     /// `reconciledAt` at or after `operationState.finishedAt`.
     Fresh,
-    /// No ComparisonError / InvalidSpecError condition.
+    /// No ComparisonError / InvalidSpecError / SyncError (any `*Error`) condition.
     NoSpecErrors,
+    /// A workload listed in `status.resources` is absent from the cluster.
+    WorkloadExists,
+    /// A Deployment with `spec.paused`: its rollout never progresses, so it never approves.
+    WorkloadPaused,
     WorkloadGeneration,
     WorkloadReplicas,
     WorkloadRevision,
@@ -42,6 +46,64 @@ pub enum Condition {
     /// An endpoint whose pod no workload of the Application owns.
     StrayEndpoint,
     Deadline,
+}
+
+impl Condition {
+    /// Every condition, in the order they are checked.
+    pub const ALL: [Condition; 18] = [
+        Condition::ApplicationExists,
+        Condition::SyncRevision,
+        Condition::OperationRevision,
+        Condition::OperationPhase,
+        Condition::SyncStatus,
+        Condition::HealthStatus,
+        Condition::Fresh,
+        Condition::NoSpecErrors,
+        Condition::WorkloadExists,
+        Condition::WorkloadPaused,
+        Condition::WorkloadGeneration,
+        Condition::WorkloadReplicas,
+        Condition::WorkloadRevision,
+        Condition::OldRevisionServing,
+        Condition::AtLeastOneEndpoint,
+        Condition::EndpointAnswers,
+        Condition::StrayEndpoint,
+        Condition::Deadline,
+    ];
+
+    /// The name used in the JSON, the text and the metrics (`stray_endpoint`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Condition::ApplicationExists => "application_exists",
+            Condition::SyncRevision => "sync_revision",
+            Condition::OperationRevision => "operation_revision",
+            Condition::OperationPhase => "operation_phase",
+            Condition::SyncStatus => "sync_status",
+            Condition::HealthStatus => "health_status",
+            Condition::Fresh => "fresh",
+            Condition::NoSpecErrors => "no_spec_errors",
+            Condition::WorkloadExists => "workload_exists",
+            Condition::WorkloadPaused => "workload_paused",
+            Condition::WorkloadGeneration => "workload_generation",
+            Condition::WorkloadReplicas => "workload_replicas",
+            Condition::WorkloadRevision => "workload_revision",
+            Condition::OldRevisionServing => "old_revision_serving",
+            Condition::AtLeastOneEndpoint => "at_least_one_endpoint",
+            Condition::EndpointAnswers => "endpoint_answers",
+            Condition::StrayEndpoint => "stray_endpoint",
+            Condition::Deadline => "deadline",
+        }
+    }
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approved => "approved",
+            Decision::Pending => "pending",
+            Decision::Rejected => "rejected",
+        }
+    }
 }
 
 /// One unmet condition, with what it was about and the live value.
@@ -82,9 +144,28 @@ pub struct LieWindow {
 impl LieWindow {
     /// At `at`: whether Argo CD said Synced / Healthy at the SHA and whether every endpoint
     /// served. The state holds until the next call.
+    ///
+    /// The seconds between the previous call and this one are added to a counter when the
+    /// PREVIOUS call's state was a lie (what was seen holds until the next observation; the
+    /// first call only records). An `at` earlier than the previous one (a clock step back)
+    /// adds nothing and does not move the window back, so no interval is counted twice.
     pub fn observe(&mut self, at: Timestamp, synced: bool, healthy: bool, all_serving: bool) {
-        let _ = (at, synced, healthy, all_serving);
-        unimplemented!("helper")
+        let (synced_lie, healthy_lie) = (synced && !all_serving, healthy && !all_serving);
+        let mut since = at;
+        if let Some((prev, prev_synced_lie, prev_healthy_lie)) = self.last {
+            let secs = at.duration_since(prev).as_secs_f64();
+            if secs > 0.0 {
+                if prev_synced_lie {
+                    self.synced_not_serving_seconds += secs;
+                }
+                if prev_healthy_lie {
+                    self.healthy_not_serving_seconds += secs;
+                }
+            } else {
+                since = prev;
+            }
+        }
+        self.last = Some((since, synced_lie, healthy_lie));
     }
 }
 
@@ -103,13 +184,296 @@ pub struct Verdict {
 impl Verdict {
     /// The text for stderr: the decision, each unmet condition with its live value, each
     /// endpoint and its answer, the likely causes.
+    ///
+    /// Layout: `gate <ns>/<app> at <sha12>: APPROVED|PENDING|REJECTED`, then `unmet:` (one
+    /// line per condition with want and live value), `endpoints:` (pod, owner, revision,
+    /// conditions, answer), `likely causes:`, and the lie window. Bodies are cut to
+    /// [`SHOWN_BODY`] characters. Only what is in the verdict is printed: no credential ever is.
     pub fn render_text(&self) -> String {
-        unimplemented!("helper")
+        use std::fmt::Write;
+        let mut out = String::new();
+        let decision = match self.decision {
+            Decision::Approved => "APPROVED",
+            Decision::Pending => "PENDING",
+            Decision::Rejected => "REJECTED",
+        };
+        let sha: String = self.sha.chars().take(12).collect();
+        let _ = writeln!(out, "gate {} at {sha}: {decision}", self.application);
+        if !self.unmet.is_empty() {
+            out.push_str("unmet:\n");
+            for u in &self.unmet {
+                let _ = writeln!(
+                    out,
+                    "  - {} {}: want {}, found {}",
+                    u.condition.as_str(),
+                    u.subject,
+                    u.want,
+                    u.found
+                );
+            }
+        }
+        if self.endpoints.is_empty() {
+            out.push_str("endpoints: none\n");
+        } else {
+            out.push_str("endpoints:\n");
+            for e in &self.endpoints {
+                let mut flags = Vec::new();
+                if e.ready {
+                    flags.push("ready");
+                }
+                if e.serving {
+                    flags.push("serving");
+                }
+                if e.terminating {
+                    flags.push("terminating");
+                }
+                let answer = match &e.answer {
+                    None => "no answer yet".to_string(),
+                    Some(a) => describe_answer(a),
+                };
+                let _ = writeln!(
+                    out,
+                    "  - {} pod {} of {}, revision {}{}, {}: {}, {}",
+                    endpoint_address(&e.endpoint),
+                    e.endpoint.pod.as_deref().unwrap_or("-"),
+                    e.owner
+                        .as_deref()
+                        .unwrap_or("no workload of the Application"),
+                    e.revision.as_deref().unwrap_or("-"),
+                    if e.newest_revision {
+                        " (newest)"
+                    } else {
+                        " (NOT newest)"
+                    },
+                    flags.join("+"),
+                    answer,
+                    if e.matched { "matched" } else { "not matched" }
+                );
+            }
+        }
+        if !self.likely_causes.is_empty() {
+            out.push_str("likely causes:\n");
+            for c in &self.likely_causes {
+                let _ = writeln!(out, "  - {c}");
+            }
+        }
+        let _ = writeln!(
+            out,
+            "lie window: Argo CD Synced while not serving {:.1}s, Healthy while not serving {:.1}s",
+            self.lie_window.synced_not_serving_seconds, self.lie_window.healthy_not_serving_seconds
+        );
+        out
+    }
+
+    /// Turns a verdict that is not approved into a rejection that says why: a
+    /// [`Condition::Deadline`] unmet on the Application naming `want` and the first unmet
+    /// condition (found "pending: <first unmet>" for a pending verdict). Used at the gate's
+    /// deadline and with `--once`. An approved verdict is left as it is.
+    pub fn reject_unapproved(&mut self, want: &str) {
+        if self.decision == Decision::Approved {
+            return;
+        }
+        let first = self.unmet.first().map_or_else(
+            || "nothing named".to_string(),
+            |u| format!("{} {}: {}", u.condition.as_str(), u.subject, u.found),
+        );
+        let found = match self.decision {
+            Decision::Pending => format!("pending: {first}"),
+            _ => format!("rejected: {first}"),
+        };
+        self.decision = Decision::Rejected;
+        self.unmet.push(Unmet {
+            condition: Condition::Deadline,
+            subject: format!("Application {}", self.application),
+            want: want.to_string(),
+            found,
+        });
+    }
+}
+
+/// How many characters of a body a message shows.
+pub const SHOWN_BODY: usize = 120;
+
+/// A body cut to [`SHOWN_BODY`] characters, quoted (newlines escaped), "…" when cut.
+pub fn shown_body(body: &str) -> String {
+    let mut cut: String = body.chars().take(SHOWN_BODY).collect();
+    if cut.len() < body.len() {
+        cut.push('…');
+    }
+    format!("{cut:?}")
+}
+
+/// "10.0.0.7:8080", "[fd00::7]:8080".
+pub fn endpoint_address(key: &EndpointKey) -> String {
+    if key.ip.contains(':') {
+        format!("[{}]:{}", key.ip, key.port)
+    } else {
+        format!("{}:{}", key.ip, key.port)
+    }
+}
+
+/// One probe answer for a human: "HTTP 200 \"v2\" at T", "no answer: refused at T".
+pub fn describe_answer(a: &ProbeAnswer) -> String {
+    match (a.code, &a.error) {
+        (Some(code), _) => format!(
+            "HTTP {code} {} at {}",
+            shown_body(a.body.as_deref().unwrap_or("")),
+            a.at
+        ),
+        (None, Some(e)) => format!("no answer: {e} at {}", a.at),
+        (None, None) => format!("no answer at {}", a.at),
     }
 }
 
 /// The verdicts as an OpenMetrics text file (node-exporter textfile style), `# EOF` last.
+///
+/// Gauges, one family at a time, each sample labelled `application` and `sha`:
+/// `cnpe_gate_approved` (1/0), `cnpe_gate_decision` (1 for the decision in label `decision`,
+/// 0 for the others), `cnpe_gate_unmet` (per `condition`, every condition listed, 0 included,
+/// so a series never vanishes), `cnpe_gate_endpoints`, `cnpe_gate_endpoints_matched`,
+/// `cnpe_gate_lie_synced_not_serving_seconds`, `cnpe_gate_lie_healthy_not_serving_seconds`
+/// and `cnpe_gate_decided_timestamp_seconds`. Label values are escaped as the spec says
+/// (backslash, double quote, newline).
 pub fn openmetrics(verdicts: &[Verdict]) -> String {
-    let _ = verdicts;
-    unimplemented!("helper")
+    use std::fmt::Write;
+    let mut out = String::new();
+    let labels = |v: &Verdict| {
+        format!(
+            "application=\"{}\",sha=\"{}\"",
+            escape_label(&v.application),
+            escape_label(&v.sha)
+        )
+    };
+    let family = |out: &mut String, name: &str, help: &str| {
+        let _ = writeln!(out, "# TYPE {name} gauge");
+        let _ = writeln!(out, "# HELP {name} {help}");
+    };
+    family(
+        &mut out,
+        "cnpe_gate_approved",
+        "1 when the gate approved the Application at the SHA, else 0.",
+    );
+    for v in verdicts {
+        let approved = u8::from(v.decision == Decision::Approved);
+        let _ = writeln!(out, "cnpe_gate_approved{{{}}} {approved}", labels(v));
+    }
+    family(
+        &mut out,
+        "cnpe_gate_decision",
+        "1 for the gate's decision (approved, pending or rejected), 0 for the others.",
+    );
+    for v in verdicts {
+        for d in [Decision::Approved, Decision::Pending, Decision::Rejected] {
+            let _ = writeln!(
+                out,
+                "cnpe_gate_decision{{{},decision=\"{}\"}} {}",
+                labels(v),
+                d.as_str(),
+                u8::from(v.decision == d)
+            );
+        }
+    }
+    family(
+        &mut out,
+        "cnpe_gate_unmet",
+        "Unmet conditions of the verdict, per condition.",
+    );
+    for v in verdicts {
+        for c in Condition::ALL {
+            let n = v.unmet.iter().filter(|u| u.condition == c).count();
+            let _ = writeln!(
+                out,
+                "cnpe_gate_unmet{{{},condition=\"{}\"}} {n}",
+                labels(v),
+                c.as_str()
+            );
+        }
+    }
+    family(
+        &mut out,
+        "cnpe_gate_endpoints",
+        "Ready or serving endpoints of the Application's Services.",
+    );
+    for v in verdicts {
+        let _ = writeln!(
+            out,
+            "cnpe_gate_endpoints{{{}}} {}",
+            labels(v),
+            v.endpoints.len()
+        );
+    }
+    family(
+        &mut out,
+        "cnpe_gate_endpoints_matched",
+        "Endpoints whose fresh answer was 2xx with the expected content.",
+    );
+    for v in verdicts {
+        let n = v.endpoints.iter().filter(|e| e.matched).count();
+        let _ = writeln!(out, "cnpe_gate_endpoints_matched{{{}}} {n}", labels(v));
+    }
+    family(
+        &mut out,
+        "cnpe_gate_lie_synced_not_serving_seconds",
+        "Seconds Argo CD said Synced at the SHA while not every endpoint served the expected content.",
+    );
+    for v in verdicts {
+        let _ = writeln!(
+            out,
+            "cnpe_gate_lie_synced_not_serving_seconds{{{}}} {}",
+            labels(v),
+            number(v.lie_window.synced_not_serving_seconds)
+        );
+    }
+    family(
+        &mut out,
+        "cnpe_gate_lie_healthy_not_serving_seconds",
+        "Seconds Argo CD said Healthy at the SHA while not every endpoint served the expected content.",
+    );
+    for v in verdicts {
+        let _ = writeln!(
+            out,
+            "cnpe_gate_lie_healthy_not_serving_seconds{{{}}} {}",
+            labels(v),
+            number(v.lie_window.healthy_not_serving_seconds)
+        );
+    }
+    family(
+        &mut out,
+        "cnpe_gate_decided_timestamp_seconds",
+        "When the verdict was decided (Unix seconds).",
+    );
+    for v in verdicts {
+        let t = v.decided_at.as_millisecond() as f64 / 1000.0;
+        let _ = writeln!(
+            out,
+            "cnpe_gate_decided_timestamp_seconds{{{}}} {}",
+            labels(v),
+            number(t)
+        );
+    }
+    out.push_str("# EOF\n");
+    out
+}
+
+/// A label value escaped per OpenMetrics: `\` -> `\\`, `"` -> `\"`, newline -> `\n`.
+pub fn escape_label(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A sample value: finite numbers as Rust prints them (`12`, `0.5`); never NaN or infinite.
+fn number(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x}")
+    } else {
+        "0".into()
+    }
 }
