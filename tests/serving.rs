@@ -955,6 +955,29 @@ fn stale_degraded_is_not_final() {
     assert_eq!(conditions(&v), [Condition::HealthStatus, Condition::Fresh]);
 }
 
+/// Seen on a cluster: right after the sync to the SHA, Argo CD still said Degraded (the release
+/// before) with OutOfSync, or Synced in the very second the operation finished; a second
+/// later it said Healthy. Neither is final.
+#[rstest]
+#[case::out_of_sync_same_second("OutOfSync", 5)]
+#[case::out_of_sync_later("OutOfSync", 10)]
+#[case::synced_same_second("Synced", 5)]
+fn degraded_in_the_syncs_own_second_or_out_of_sync_is_not_final(
+    #[case] sync: &str,
+    #[case] reconciled: i64,
+) {
+    let mut w = serving();
+    w.status().health = Some(HealthStatus {
+        status: Some("Degraded".into()),
+        message: None,
+    });
+    w.status().sync.as_mut().unwrap().status = Some(sync.into());
+    w.status().reconciled_at = Some(ts(reconciled));
+    let v = w.decide();
+    assert_eq!(v.decision, Decision::Pending, "{}", v.render_text());
+    assert!(conditions(&v).contains(&Condition::HealthStatus));
+}
+
 #[rstest]
 #[case::failed("Failed", SHA, Decision::Rejected)]
 #[case::error("Error", SHA, Decision::Rejected)]

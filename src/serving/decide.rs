@@ -345,7 +345,13 @@ fn argo(d: &mut Draft, request: &Request, app: &Application, subject: &str) {
                 format!("{h}: {}", short(message, 200))
             },
         );
-        if h == "Degraded" && at_sha && finished_at_sha && fresh {
+        // Final only when Argo CD compared the live objects after the sync (Synced) in a
+        // reconciliation that began after the operation ended: both timestamps have one-second
+        // resolution, and a reconciliation in the sync's own second can carry the Degraded of
+        // the release before (seen on a cluster: Degraded + OutOfSync with reconciledAt ==
+        // finishedAt, Healthy a second later).
+        let compared_after = sync_status == "Synced" && reconciled_after_finish(&status, op);
+        if h == "Degraded" && at_sha && finished_at_sha && fresh && compared_after {
             d.final_reject = true;
             d.cause(
                 Condition::HealthStatus,
@@ -377,6 +383,22 @@ fn argo(d: &mut Draft, request: &Request, app: &Application, subject: &str) {
             );
             d.cause(Condition::NoSpecErrors, format!("Argo CD reports {t}: {m}"));
         }
+    }
+}
+
+/// `status.reconciledAt` strictly after `operationState.finishedAt` (both parse, an operation
+/// exists and is not running).
+fn reconciled_after_finish(
+    status: &crate::cluster::argo::ApplicationStatus,
+    op: Option<&crate::cluster::argo::OperationState>,
+) -> bool {
+    let parse = |t: Option<&str>| t.and_then(|t| t.parse::<Timestamp>().ok());
+    match (
+        parse(status.reconciled_at.as_deref()),
+        op.and_then(|o| parse(o.finished_at.as_deref())),
+    ) {
+        (Some(reconciled), Some(finished)) => reconciled > finished,
+        _ => false,
     }
 }
 
