@@ -44,12 +44,7 @@ const DOC: &str = "docs/gitops-engine-fixtures.md";
 
 /// Fixtures where ours approves and gitops-engine does not: (file, why). Each is a decision
 /// owned by src/serving/workloads.rs; a listed gap that no longer reproduces fails the suite.
-const KNOWN_GAPS: &[(&str, &str)] = &[(
-    "pod-running-restart-never.yaml",
-    "a bare Pod with restartPolicy Never, Running and Ready: gitops-engine calls every Running \
-     Never/OnFailure pod Progressing (a finite-life pod, typically a hook); our bare-Pod check \
-     reads only the Ready condition, so it approves a pod that serves now but will exit",
-)];
+const KNOWN_GAPS: &[(&str, &str)] = &[];
 
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -550,6 +550,26 @@ fn daemon_set(f: &mut Found, d: &k8s_openapi::api::apps::v1::DaemonSet, objects:
 
 fn bare_pod(f: &mut Found, p: &Pod) {
     let ready = pod_ready(p);
+    // A pod with restartPolicy Never or OnFailure runs to completion (a job-like or hook pod):
+    // serving from it now says nothing about serving later (gitops-engine calls it Progressing
+    // while it runs).
+    let restart = p
+        .spec
+        .as_ref()
+        .and_then(|s| s.restart_policy.as_deref())
+        .unwrap_or("Always");
+    if restart != "Always" {
+        f.unmet(
+            Condition::WorkloadReplicas,
+            "a long-running pod (restartPolicy Always)".into(),
+            format!("restartPolicy {restart}: it runs to completion"),
+        );
+        let text = format!(
+            "{} has restartPolicy {restart}: it exits when done, so it is not a serving release (use a Deployment)",
+            f.subject
+        );
+        f.cause(Condition::WorkloadReplicas, text);
+    }
     f.check.pods.push(PodRevision {
         pod: name_of(&p.metadata),
         revision: None,
