@@ -5,6 +5,9 @@
 #  - actionlint on every workflow under .github/workflows/ (with ShellCheck on run: blocks);
 #  - manifests: ci/kind's kind config and manifests, rendered as up.sh renders them, parsed and
 #    cross-checked by ci/kind/check-manifests.py;
+#  - deploy/: the gate's RBAC and PostSync Job, rendered by `kubectl kustomize` (offline) and
+#    checked by ci/check-deploy.py (read-only verbs, nothing more than the gate watches, the Job's
+#    securityContext), with the default namespaces and deploy/example-overlay's;
 #  - the crate: `cargo fmt --check` and `cargo clippy --all-targets -- -D warnings`.
 # Installs missing tools: shellcheck from Debian, actionlint from the Go module proxy into
 # $CNPE_TOOLS_CACHE (default /var/cache/cnpe-tools), PyYAML from Debian. Runs every check, then
@@ -113,6 +116,29 @@ trap 'rm -rf "$rendered"' EXIT
     .github/workflows/lab-kind.yml "$KIND_BARE_PARENT" "$CNPE_REPO_URL"
 ) || status=$?
 record "manifests(ci/kind)" "$status"
+
+# deploy/: rendered by kubectl's built-in kustomize (what `kubectl apply -k` runs; offline), then
+# ci/check-deploy.py checks the gate's RBAC and hook Job, for the defaults and for the example
+# overlay (other namespaces) that deploy/README.md documents.
+status=0
+if command -v kubectl >/dev/null; then
+  while read -r dir app_ns argo_ns; do
+    out="$rendered/deploy-${dir//\//-}"
+    if kubectl kustomize "$dir" > "$out-rbac.yaml" && kubectl kustomize "$dir/hook" > "$out-hook.yaml"; then
+      "$PYTHON" ci/check-deploy.py "$app_ns" "$argo_ns" "$out-rbac.yaml" "$out-hook.yaml" || status=1
+    else
+      say "kubectl kustomize $dir (or $dir/hook) failed"
+      status=1
+    fi
+  done <<'EOF'
+deploy cnpe-shop argocd
+deploy/example-overlay shop-b gitops
+EOF
+else
+  say "kubectl not found: deploy/ was not rendered, which is itself a failure"
+  status=1
+fi
+record "deploy(kustomize)" "$status"
 
 # --- the crate: rustfmt and clippy with warnings as errors (same toolchain as cargo test)
 if command -v cargo >/dev/null; then
