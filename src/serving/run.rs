@@ -51,6 +51,10 @@ pub struct Options {
     pub probe_interval: Duration,
     pub probe_concurrency: usize,
     pub probe: ProbeChoice,
+    /// Hook mode (`--in-hook`, implied by `--sha-from-operation`): the gate runs inside the
+    /// sync operation to the SHA, as a PostSync hook; see
+    /// [`Request::in_operation`](crate::serving::decide::Request::in_operation).
+    pub in_hook: bool,
     /// Print a line on stderr whenever an Application's unmet conditions change.
     pub progress: bool,
 }
@@ -319,6 +323,7 @@ pub async fn run(cluster: &Cluster, opts: &Options) -> Result<Outcome, GateError
                     started: started_at,
                     deadline,
                     max_answer_age: opts.probe_interval * 3,
+                    in_operation: opts.in_hook || opts.sha == ShaSource::FromOperation,
                 },
                 lie: LieWindow::default(),
                 verdict: None,
