@@ -567,6 +567,7 @@ fn world() -> World {
             started: t(0),
             deadline: t(300),
             max_answer_age: Duration::from_secs(10),
+            in_operation: false,
         },
         objects,
         probes,

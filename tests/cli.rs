@@ -92,3 +92,34 @@ fn a_remote_api_server_is_refused_before_any_request() {
     assert!(err.contains("CNPE_ALLOW_REMOTE=1"), "{err}");
     assert!(o.stdout.is_empty());
 }
+
+/// `gate --in-hook` (hook mode with an explicit SHA) parses, and usage checks still come
+/// before any cluster; `--help` documents that `--sha-from-operation` implies it.
+#[test]
+fn gate_in_hook_is_a_flag_checked_before_any_cluster() {
+    let o = cnpe_lab(
+        &[
+            "gate",
+            "--app",
+            "shop",
+            "--sha",
+            "3b18e512dba79e4c8300dd08aeb37f8e728b8dad",
+            "--in-hook",
+            "--expect-body",
+            "shop r2",
+            "--timeout",
+            "0",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--timeout must be at least 1 second"),
+        "{}",
+        stderr(&o)
+    );
+    let help = cnpe_lab(&["gate", "--help"], &[]);
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(text.contains("--in-hook"), "{text}");
+    assert!(text.contains("Implied by --sha-from-operation"), "{text}");
+}

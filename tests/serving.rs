@@ -307,6 +307,8 @@ struct World {
     probes: Probes,
     now: i64,
     expect: Expect,
+    /// Hook mode (`Request::in_operation`): the gate runs inside the sync operation.
+    in_operation: bool,
 }
 
 impl World {
@@ -336,6 +338,7 @@ impl World {
             started: t(0),
             deadline: t(300),
             max_answer_age: Duration::from_secs(10),
+            in_operation: self.in_operation,
         }
     }
 
@@ -401,6 +404,7 @@ fn serving() -> World {
         probes,
         now: 25,
         expect: body(BODY),
+        in_operation: false,
     }
 }
 
@@ -999,6 +1003,238 @@ fn operation_phase(#[case] phase: &str, #[case] at: &str, #[case] decision: Deci
     );
 }
 
+// ---- hook mode: the gate as a PostSync hook Job, inside the sync operation to the SHA
+
+/// What a PostSync hook sees of the release that serves: the operation to the SHA still
+/// Running (started at 1 s, no finishedAt; Argo CD waits on the hook), Synced + Healthy at the
+/// SHA from a reconciliation after the operation started, every endpoint serving.
+fn hook_world() -> World {
+    let mut w = serving();
+    w.in_operation = true;
+    let op = w.status().operation_state.as_mut().unwrap();
+    op.phase = Some("Running".into());
+    op.message = Some("waiting for completion of hook batch/Job/shop-gate".into());
+    op.finished_at = None;
+    w
+}
+
+#[test]
+fn hook_running_at_the_sha_with_everything_serving_is_approved() {
+    let v = hook_world().decide();
+    assert_eq!(v.decision, Decision::Approved, "{}", v.render_text());
+    assert!(v.unmet.is_empty() && v.likely_causes.is_empty());
+}
+
+/// The deadlock this mode removes: the same state without hook mode waits on the operation,
+/// which cannot end before the hook does (existing behaviour, unchanged).
+#[test]
+fn without_hook_mode_a_running_operation_stays_pending() {
+    let mut w = hook_world();
+    w.in_operation = false;
+    let v = w.decide();
+    assert_eq!(v.decision, Decision::Pending, "{}", v.render_text());
+    assert_eq!(conditions(&v), [Condition::OperationPhase]);
+    assert_eq!(v.unmet[0].want, "operation Succeeded");
+    assert_eq!(
+        v.unmet[0].found,
+        "Running: waiting for completion of hook batch/Job/shop-gate"
+    );
+    w.now = 301;
+    for a in w.probes.values_mut() {
+        a.at = t(300);
+    }
+    assert_eq!(w.decide().decision, Decision::Rejected);
+}
+
+/// The operation in hook mode, one state at a time: (phase, syncResult.revision,
+/// operation.sync.revision) -> decision and whether OperationRevision is unmet. Another
+/// revision than the SHA, from either field, is never approved: final, since the hook's own
+/// operation is then over (or the SHA given is not its revision).
+#[rstest]
+#[case::running_at_the_sha("Running", Some(SHA), Some(SHA), Decision::Approved, false)]
+#[case::running_manual_sync_of_a_branch(
+    "Running",
+    Some(SHA),
+    Some("main"),
+    Decision::Approved,
+    false
+)]
+#[case::running_asked_sha_no_result_yet("Running", None, Some(SHA), Decision::Approved, false)]
+#[case::running_at_another_revision(
+    "Running",
+    Some(OLD_SHA),
+    Some(OLD_SHA),
+    Decision::Rejected,
+    true
+)]
+#[case::running_result_elsewhere("Running", Some(OLD_SHA), Some(SHA), Decision::Rejected, true)]
+#[case::running_asked_elsewhere("Running", Some(SHA), Some(OLD_SHA), Decision::Rejected, true)]
+#[case::running_branch_no_result_yet("Running", None, Some("main"), Decision::Pending, true)]
+#[case::succeeded_at_the_sha("Succeeded", Some(SHA), Some(SHA), Decision::Approved, false)]
+#[case::succeeded_elsewhere("Succeeded", Some(OLD_SHA), Some(OLD_SHA), Decision::Rejected, true)]
+#[case::failed_at_the_sha("Failed", Some(SHA), Some(SHA), Decision::Rejected, false)]
+#[case::error_at_the_sha("Error", Some(SHA), Some(SHA), Decision::Rejected, false)]
+#[case::failed_elsewhere("Failed", Some(OLD_SHA), Some(OLD_SHA), Decision::Rejected, true)]
+#[case::terminating_at_the_sha("Terminating", Some(SHA), Some(SHA), Decision::Pending, false)]
+fn hook_operation(
+    #[case] phase: &str,
+    #[case] result: Option<&str>,
+    #[case] asked: Option<&str>,
+    #[case] decision: Decision,
+    #[case] revision_unmet: bool,
+) {
+    let mut w = hook_world();
+    let op = w.status().operation_state.as_mut().unwrap();
+    op.phase = Some(phase.into());
+    if phase != "Running" {
+        op.finished_at = Some(ts(5));
+    }
+    op.sync_result = result.map(|r| SyncResult {
+        revision: Some(r.into()),
+        revisions: None,
+    });
+    op.operation = Some(Operation {
+        sync: Some(SyncOperation {
+            revision: asked.map(str::to_string),
+        }),
+    });
+    let v = w.decide();
+    assert_eq!(v.decision, decision, "{}", v.render_text());
+    assert_eq!(
+        conditions(&v).contains(&Condition::OperationRevision),
+        revision_unmet,
+        "{}",
+        v.render_text()
+    );
+    if revision_unmet && decision == Decision::Rejected {
+        assert!(
+            causes(&v).contains("hook mode: the sync operation is for 4c29f623ecb8")
+                && causes(&v)
+                    .contains("a hook never approves another revision than its operation's"),
+            "{}",
+            causes(&v)
+        );
+    }
+}
+
+/// The Application compared at another revision while the operation is at the SHA: not
+/// approved (SyncRevision unchanged by hook mode).
+#[test]
+fn hook_with_the_application_compared_at_another_revision_is_not_approved() {
+    let mut w = hook_world();
+    w.status().sync.as_mut().unwrap().revision = Some(OLD_SHA.into());
+    let v = w.decide();
+    assert_eq!(v.decision, Decision::Pending);
+    assert_eq!(conditions(&v), [Condition::SyncRevision]);
+}
+
+/// A hook with no operation to be inside of: unmet, named.
+#[test]
+fn hook_without_an_operation_is_not_approved() {
+    let mut w = hook_world();
+    w.status().operation_state = None;
+    let v = w.decide();
+    assert_eq!(v.decision, Decision::Pending);
+    assert_eq!(conditions(&v), [Condition::OperationPhase]);
+    assert_eq!(v.unmet[0].found, "no operationState");
+}
+
+/// Fresh in hook mode is against the operation's startedAt (1 s): at or after it is fresh.
+#[rstest]
+#[case::reconciled_before_the_start(Some(ts(0)), Some(ts(1)), Some(format!("reconciledAt {} before startedAt {}", t(0), t(1))))]
+#[case::reconciled_in_the_starting_second(Some(ts(1)), Some(ts(1)), None)]
+#[case::reconciled_after_the_start(Some(ts(10)), Some(ts(1)), None)]
+#[case::no_started_at(Some(ts(10)), None, Some("the operation has no startedAt".to_string()))]
+#[case::started_at_garbage(Some(ts(10)), Some("soon".to_string()), Some("operationState.startedAt \"soon\" is not a timestamp".to_string()))]
+#[case::no_reconciled_at(None, Some(ts(1)), Some("no status.reconciledAt".to_string()))]
+fn hook_fresh_is_judged_against_started_at(
+    #[case] reconciled: Option<String>,
+    #[case] started: Option<String>,
+    #[case] unmet: Option<String>,
+) {
+    let mut w = hook_world();
+    w.status().reconciled_at = reconciled;
+    w.status().operation_state.as_mut().unwrap().started_at = started;
+    let v = w.decide();
+    match unmet {
+        None => assert_eq!(v.decision, Decision::Approved, "{}", v.render_text()),
+        Some(found) => {
+            assert_eq!(v.decision, Decision::Pending, "{}", v.render_text());
+            assert_eq!(conditions(&v), [Condition::Fresh]);
+            assert_eq!(
+                v.unmet[0].want,
+                "status.reconciledAt at or after operationState.startedAt"
+            );
+            assert_eq!(v.unmet[0].found, found);
+        }
+    }
+}
+
+/// Once the hook's operation has finished (the gate outlived it), freshness is against its
+/// finishedAt again: a reconciliation between start and finish is not enough.
+#[test]
+fn hook_after_the_operation_finished_is_fresh_against_finished_at() {
+    let mut w = hook_world();
+    let op = w.status().operation_state.as_mut().unwrap();
+    op.phase = Some("Succeeded".into());
+    op.finished_at = Some(ts(12));
+    let v = w.decide();
+    assert_eq!(conditions(&v), [Condition::Fresh]);
+    assert_eq!(
+        v.unmet[0].found,
+        format!("reconciledAt {} before finishedAt {}", t(10), t(12))
+    );
+}
+
+/// Argo CD starts the hook once its resources are Healthy, but Healthy does not look at what
+/// serves: a stray pod or a serving old-revision pod behind the Service keeps the hook from
+/// approving, and at the gate's deadline it rejects for that reason (the operation then fails).
+#[rstest]
+#[case::stray_endpoint(Condition::StrayEndpoint, "is owned by no workload of the Application")]
+#[case::old_revision_endpoint(
+    Condition::OldRevisionServing,
+    "of an older revision of Deployment shop/web is still serving"
+)]
+fn hook_rejects_a_release_that_does_not_serve_at_the_deadline(
+    #[case] condition: Condition,
+    #[case] cause: &str,
+) {
+    let mut w = hook_world();
+    if condition == Condition::StrayEndpoint {
+        w.pods.push(stray_pod("web-stray"));
+        add_endpoint(&mut w, "web-stray", (Some(true), None, None), OLD_BODY);
+    } else {
+        w.pods.push(rs_pod("web-old-x", "web", "old", false));
+        add_endpoint(
+            &mut w,
+            "web-old-x",
+            (Some(false), Some(true), Some(true)),
+            OLD_BODY,
+        );
+    }
+    let v = w.decide();
+    assert_eq!(v.decision, Decision::Pending, "{}", v.render_text());
+    assert!(conditions(&v).contains(&condition));
+    w.now = 301;
+    for a in w.probes.values_mut() {
+        a.at = t(300);
+    }
+    let v = w.decide();
+    assert_eq!(v.decision, Decision::Rejected, "{}", v.render_text());
+    let c = conditions(&v);
+    assert!(c.contains(&condition), "{c:?}");
+    assert_eq!(c.last(), Some(&Condition::Deadline));
+    assert!(
+        !c.iter().any(|c| matches!(
+            c,
+            Condition::OperationRevision | Condition::OperationPhase | Condition::Fresh
+        )),
+        "the hook's own operation is not what blocks it: {c:?}"
+    );
+    assert!(causes(&v).contains(cause), "{}", causes(&v));
+    assert!(causes(&v).contains("did not converge by the gate's deadline"));
+}
+
 #[test]
 fn another_revision_is_pending() {
     let mut w = serving();
@@ -1523,6 +1759,49 @@ proptest! {
             prop_assert_eq!(revision.as_deref(), Some(SHA));
         }
     }
+}
+
+proptest! {
+    /// Hook mode never approves another revision than the operation's, whatever the phase
+    /// and the two revision fields say: approved implies the phase is Running or Succeeded,
+    /// neither field names another revision, and one of them names the SHA.
+    #[test]
+    fn hook_never_approves_another_revision(
+        phase in prop::option::of(prop_oneof![Just("Running".to_string()), Just("Succeeded".to_string()), Just("Failed".to_string()), Just("Terminating".to_string()), ".{0,12}"]),
+        result in prop::option::of(prop_oneof![Just(SHA.to_string()), Just(OLD_SHA.to_string()), Just(String::new()), ".{0,45}"]),
+        asked in prop::option::of(prop_oneof![Just(SHA.to_string()), Just(OLD_SHA.to_string()), Just("main".to_string()), ".{0,45}"]),
+        finished in prop::option::of(Just(ts(5))),
+    ) {
+        let mut w = hook_world();
+        let op = w.status().operation_state.as_mut().unwrap();
+        op.phase = phase.clone();
+        op.finished_at = finished;
+        op.sync_result = Some(SyncResult { revision: result.clone(), revisions: None });
+        op.operation = Some(Operation { sync: Some(SyncOperation { revision: asked.clone() }) });
+        let v = w.decide();
+        if v.decision == Decision::Approved {
+            prop_assert!(matches!(phase.as_deref(), Some("Running" | "Succeeded")));
+            let full_other = |r: &Option<String>| r.as_deref().is_some_and(|r| r != SHA && r.len() == 40 && r.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+            prop_assert!(!full_other(&asked), "asked {asked:?}");
+            prop_assert!(result.as_deref().is_none_or(|r| r.is_empty() || r == SHA), "result {result:?}");
+            prop_assert!(result.as_deref() == Some(SHA) || asked.as_deref() == Some(SHA));
+        }
+        if full_other_known(&result, &asked) {
+            prop_assert_eq!(v.decision, Decision::Rejected);
+        }
+    }
+}
+
+/// Whether a hook's operation names another revision than SHA (result non-empty and not SHA,
+/// or asked a full SHA that is not SHA).
+fn full_other_known(result: &Option<String>, asked: &Option<String>) -> bool {
+    let full = |r: &str| {
+        r.len() == 40
+            && r.chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+    };
+    result.as_deref().is_some_and(|r| !r.is_empty() && r != SHA)
+        || asked.as_deref().is_some_and(|a| full(a) && a != SHA)
 }
 
 /// At the deadline, kubernetes#106054 is named only when Kubernetes reported no

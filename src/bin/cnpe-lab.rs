@@ -103,8 +103,14 @@ struct GateArgs {
     #[arg(long)]
     sha_from_target: bool,
     /// Each Application's SHA is the revision of its current sync operation (a PostSync hook).
+    /// Implies --in-hook.
     #[arg(long)]
     sha_from_operation: bool,
+    /// The gate runs inside the sync operation to the SHA (an Argo CD PostSync hook Job): that
+    /// operation Running at the SHA counts, freshness is judged from its startedAt, and an
+    /// operation for another revision rejects at once. Implied by --sha-from-operation.
+    #[arg(long)]
+    in_hook: bool,
     /// Every endpoint answers exactly this body (`{sha}` stands for the SHA).
     #[arg(long, value_name = "TEXT")]
     expect_body: Option<String>,
@@ -426,6 +432,7 @@ async fn gate(g: GateArgs, cfg: Config) -> Result<ExitCode> {
             ProbeArg::Direct => ProbeChoice::Direct,
             ProbeArg::Proxy => ProbeChoice::PodProxy,
         },
+        in_hook: g.in_hook,
         progress: true,
     };
     let outcome = match run::run(&cluster, &opts).await {

@@ -25,6 +25,15 @@ pub struct Request {
     pub deadline: Timestamp,
     /// An answer older than this does not count (the shell re-probes at a fixed interval).
     pub max_answer_age: Duration,
+    /// Hook mode: the gate runs inside the sync operation to `sha` (an Argo CD PostSync hook
+    /// Job), so that operation is still `Running` while the gate decides. Then an operation
+    /// `Running` at `sha` meets OperationRevision and OperationPhase, and Fresh is judged
+    /// against the operation's `startedAt` while it runs (it has no `finishedAt` yet). An
+    /// operation whose revision is known and is not `sha` is a final rejection: the hook's
+    /// own operation is over (another sync replaced it) or `sha` is not its revision, and a
+    /// hook never approves another revision than its operation's. Without it a `Running`
+    /// operation is pending, as a gate outside the operation must wait for it to end.
+    pub in_operation: bool,
 }
 
 /// The label an EndpointSlice names its Service with.
@@ -235,33 +244,91 @@ fn argo(d: &mut Draft, request: &Request, app: &Application, subject: &str) {
             format!("Argo CD has not compared the Application at {sha12} yet: targetRevision not moved there, or the commit not fetched yet"),
         );
     }
-    // The operation: at the SHA and Succeeded; `finished` = it is over, at the SHA.
+    // The operation: at the SHA and Succeeded (in hook mode also Running); `finished` = it
+    // is over, at the SHA.
     let op = status.operation_state.as_ref();
+    let hook = request.in_operation;
     let mut finished_at_sha = op.is_none();
+    if op.is_none() && hook {
+        d.unmet(
+            Condition::OperationPhase,
+            subject,
+            format!("a sync operation to {sha} Running (hook mode) or Succeeded"),
+            "no operationState".into(),
+        );
+        d.cause(
+            Condition::OperationPhase,
+            "hook mode (--in-hook / --sha-from-operation) but the Application shows no sync operation: the gate is not running inside one".into(),
+        );
+    }
     if let Some(op) = op {
         let result = op.sync_result.clone().unwrap_or_default();
-        let op_at_sha = contains_sha(result.revision.as_deref(), result.revisions.as_ref(), sha);
+        let result_has_sha =
+            contains_sha(result.revision.as_deref(), result.revisions.as_ref(), sha);
+        let result_names_one = result.revision.as_deref().is_some_and(|r| !r.is_empty())
+            || result.revisions.as_ref().is_some_and(|m| !m.is_empty());
         let asked = op
             .operation
             .as_ref()
             .and_then(|o| o.sync.as_ref())
             .and_then(|s| s.revision.clone());
         let asked_at_sha = asked.as_deref() == Some(sha);
+        // Hook mode: the revision the operation is known to be for when it is not the SHA
+        // (its result names others, or it asked for another full SHA; a branch name such as
+        // "main" or "HEAD" that a manual sync asks for says nothing).
+        let other: Option<String> = if !hook {
+            None
+        } else if result_names_one && !result_has_sha {
+            Some(revisions_text(
+                result.revision.as_deref(),
+                result.revisions.as_ref(),
+            ))
+        } else {
+            asked
+                .clone()
+                .filter(|a| crate::sha::is_full_sha(a) && a.as_str() != sha)
+        };
+        let op_at_sha = if hook {
+            other.is_none() && (result_has_sha || (!result_names_one && asked_at_sha))
+        } else {
+            result_has_sha
+        };
         let phase = op.phase.as_deref().unwrap_or("");
+        let phase_text = if phase.is_empty() { "no phase" } else { phase };
         let message = op.message.as_deref().unwrap_or("");
         if !op_at_sha {
-            let found = match (&op.sync_result, &asked) {
-                (None, Some(a)) => format!("no syncResult yet (the operation asks for {a})"),
-                (None, None) => "no syncResult yet".into(),
+            let found = match (&op.sync_result, &asked, &other) {
+                (_, _, Some(o)) if result_has_sha => {
+                    format!("the operation asks for {o} while its syncResult says {sha}")
+                }
+                (_, _, Some(o)) => format!("{o} ({phase_text})"),
+                (None, Some(a), None) => format!("no syncResult yet (the operation asks for {a})"),
+                (None, None, None) => "no syncResult yet".into(),
                 _ => revisions_text(result.revision.as_deref(), result.revisions.as_ref()),
             };
             d.unmet(
                 Condition::OperationRevision,
                 subject,
-                format!("operationState.syncResult.revision {sha}"),
+                if hook {
+                    format!("the current sync operation (syncResult.revision and operation.sync.revision) at {sha}")
+                } else {
+                    format!("operationState.syncResult.revision {sha}")
+                },
                 found,
             );
-            if !asked_at_sha {
+            if let Some(o) = &other {
+                let o12: String = o.chars().take(12).collect();
+                d.final_reject = true;
+                d.cause(
+                    Condition::OperationRevision,
+                    format!("hook mode: the sync operation is for {o12} ({phase_text}), not {sha12}: another sync replaced the one this hook runs in, or the SHA given is not the operation's; a hook never approves another revision than its operation's"),
+                );
+            } else if hook {
+                d.cause(
+                    Condition::OperationRevision,
+                    format!("hook mode: the sync operation has not resolved its revision yet (it asks for {}); waiting for syncResult.revision {sha12}", asked.as_deref().unwrap_or("none")),
+                );
+            } else if !asked_at_sha {
                 d.cause(
                     Condition::OperationRevision,
                     format!("the last sync operation was for another revision: no sync to {sha12} has run yet"),
@@ -269,13 +336,20 @@ fn argo(d: &mut Draft, request: &Request, app: &Application, subject: &str) {
             }
         }
         let here = op_at_sha || (op.sync_result.is_none() && asked_at_sha);
+        let want_phase = if hook {
+            format!("operation Running (hook mode: the gate runs inside the sync to {sha12}) or Succeeded")
+        } else {
+            "operation Succeeded".to_string()
+        };
         match phase {
             "Succeeded" => finished_at_sha = op_at_sha,
+            // The hook's own operation: it cannot end while the hook runs.
+            "Running" if hook && op_at_sha => {}
             "Running" | "Terminating" => {
                 d.unmet(
                     Condition::OperationPhase,
                     subject,
-                    "operation Succeeded".into(),
+                    want_phase,
                     format!("{phase}: {}", short(message, 200)),
                 );
             }
@@ -283,7 +357,7 @@ fn argo(d: &mut Draft, request: &Request, app: &Application, subject: &str) {
                 d.unmet(
                     Condition::OperationPhase,
                     subject,
-                    "operation Succeeded".into(),
+                    want_phase,
                     format!("{phase}: {}", short(message, 200)),
                 );
                 if here {
@@ -302,15 +376,15 @@ fn argo(d: &mut Draft, request: &Request, app: &Application, subject: &str) {
                     );
                 }
             }
-            other => {
+            unknown => {
                 d.unmet(
                     Condition::OperationPhase,
                     subject,
-                    "operation Succeeded".into(),
-                    if other.is_empty() {
+                    want_phase,
+                    if unknown.is_empty() {
                         "no phase".into()
                     } else {
-                        format!("phase {other:?}")
+                        format!("phase {unknown:?}")
                     },
                 );
             }
@@ -329,8 +403,9 @@ fn argo(d: &mut Draft, request: &Request, app: &Application, subject: &str) {
             format!("Argo CD says {sync_status}: the live objects do not match Git at {sha12} (sync not run or not finished)"),
         );
     }
-    // Freshness: a reconciliation at or after the operation's end.
-    let fresh = fresh(d, &status, op, subject);
+    // Freshness: a reconciliation at or after the operation's end (in hook mode, while the
+    // operation runs: its start).
+    let fresh = fresh(d, &status, op, request.in_operation, subject);
     let health = status.health.clone().unwrap_or_default();
     let h = health.status.as_deref().unwrap_or("none");
     if h != "Healthy" {
@@ -405,15 +480,28 @@ fn reconciled_after_finish(
 /// `status.reconciledAt` at or after `operationState.finishedAt` (Argo CD's health right after
 /// a sync can be from before it). Without an operation, a parseable `reconciledAt` suffices
 /// (health and comparison then come from the same reconciliation). While the operation runs
-/// there is nothing to be fresh against yet: OperationPhase is unmet then, not Fresh.
+/// there is nothing to be fresh against yet: OperationPhase is unmet then, not Fresh. In hook
+/// mode (`in_operation`) a Running operation is the gate's own, which never finishes before
+/// the gate does: `reconciledAt` must then be at or after its `startedAt` (a comparison made
+/// once the sync had begun; Argo CD starts PostSync hooks only after the sync's resources are
+/// applied and Healthy).
 fn fresh(
     d: &mut Draft,
     status: &crate::cluster::argo::ApplicationStatus,
     op: Option<&crate::cluster::argo::OperationState>,
+    in_operation: bool,
     subject: &str,
 ) -> bool {
-    let want = "status.reconciledAt at or after operationState.finishedAt".to_string();
-    let cause = "Argo CD has not reconciled since the sync finished: its Healthy is from before the rollout".to_string();
+    let running = op.is_some_and(|o| o.phase.as_deref() == Some("Running"));
+    let (field, edge) = if in_operation && running {
+        ("startedAt", "started")
+    } else {
+        ("finishedAt", "finished")
+    };
+    let want = format!("status.reconciledAt at or after operationState.{field}");
+    let cause = format!(
+        "Argo CD has not reconciled since the sync {edge}: its Healthy is from before the rollout"
+    );
     let reconciled = match status.reconciled_at.as_deref() {
         None => {
             d.unmet(
@@ -440,14 +528,16 @@ fn fresh(
     let Some(op) = op else {
         return true;
     };
-    if matches!(op.phase.as_deref(), Some("Running" | "Terminating")) {
+    if !(in_operation && running) && matches!(op.phase.as_deref(), Some("Running" | "Terminating"))
+    {
         return false;
     }
-    let finished = match op
-        .finished_at
-        .as_deref()
-        .map(|f| (f, f.parse::<Timestamp>()))
-    {
+    let edge_at = if in_operation && running {
+        op.started_at.as_deref()
+    } else {
+        op.finished_at.as_deref()
+    };
+    let edge_at = match edge_at.map(|f| (f, f.parse::<Timestamp>())) {
         Some((_, Ok(t))) => t,
         Some((f, Err(_))) => {
             d.unmet(
@@ -455,7 +545,7 @@ fn fresh(
                 subject,
                 want,
                 format!(
-                    "operationState.finishedAt {:?} is not a timestamp",
+                    "operationState.{field} {:?} is not a timestamp",
                     short(f, 60)
                 ),
             );
@@ -466,17 +556,17 @@ fn fresh(
                 Condition::Fresh,
                 subject,
                 want,
-                "the operation has no finishedAt".into(),
+                format!("the operation has no {field}"),
             );
             return false;
         }
     };
-    if reconciled < finished {
+    if reconciled < edge_at {
         d.unmet(
             Condition::Fresh,
             subject,
             want,
-            format!("reconciledAt {reconciled} before finishedAt {finished}"),
+            format!("reconciledAt {reconciled} before {field} {edge_at}"),
         );
         d.cause(Condition::Fresh, cause);
         return false;
@@ -559,6 +649,11 @@ fn find_pod<'a>(objects: &'a Objects, namespace: &str, name: &str) -> Option<&'a
 /// at or after `request.started`, at most `max_answer_age` old at `now`, 2xx, whose body
 /// `expect` matches (else EndpointAnswers). An Application without any Service is unmet
 /// (AtLeastOneEndpoint): the gate refuses to approve what it cannot probe.
+///
+/// Hook mode (`request.in_operation`, the gate as a PostSync hook Job): an operation Running
+/// at the SHA meets OperationRevision and OperationPhase, Fresh is `reconciledAt` at or after
+/// its `startedAt`, and an operation known to be for another revision is Rejected (final);
+/// see [`Request::in_operation`].
 pub fn decide(
     request: &Request,
     objects: &Objects,

@@ -51,6 +51,10 @@ pub struct Options {
     pub probe_interval: Duration,
     pub probe_concurrency: usize,
     pub probe: ProbeChoice,
+    /// Hook mode (`--in-hook`, implied by `--sha-from-operation`): the gate runs inside the
+    /// sync operation to the SHA, as a PostSync hook; see
+    /// [`Request::in_operation`](crate::serving::decide::Request::in_operation).
+    pub in_hook: bool,
     /// Print a line on stderr whenever an Application's unmet conditions change.
     pub progress: bool,
 }
@@ -134,18 +138,28 @@ fn sha_of(app: &Application, source: &ShaSource) -> Result<String, String> {
             }
         }
         ShaSource::FromOperation => {
+            // The resolved revision (syncResult, set once the operation resolved it) first;
+            // the asked one (operation.sync.revision) only when it is a full SHA: a manual
+            // sync asks for the targetRevision, e.g. "main" or "HEAD". Two different full
+            // SHAs: no single revision to gate.
             let op = app.status.as_ref().and_then(|s| s.operation_state.as_ref());
             let asked = op
                 .and_then(|o| o.operation.as_ref())
                 .and_then(|o| o.sync.as_ref())
-                .and_then(|s| s.revision.clone());
+                .and_then(|s| s.revision.clone())
+                .filter(|r| !r.is_empty());
             let synced = op
                 .and_then(|o| o.sync_result.as_ref())
-                .and_then(|r| r.revision.clone());
-            match asked.or(synced) {
-                Some(r) if is_full_sha(&r) => Ok(r),
-                other => Err(format!(
-                    "Application {name}: --sha-from-operation found no full SHA in its current operation ({other:?})"
+                .and_then(|r| r.revision.clone())
+                .filter(|r| !r.is_empty());
+            let full = |r: &Option<String>| r.clone().filter(|r| is_full_sha(r));
+            match (full(&synced), full(&asked)) {
+                (Some(s), Some(a)) if s != a => Err(format!(
+                    "Application {name}: --sha-from-operation found two revisions in its current operation: syncResult.revision {s} and operation.sync.revision {a}"
+                )),
+                (Some(r), _) | (None, Some(r)) => Ok(r),
+                (None, None) => Err(format!(
+                    "Application {name}: --sha-from-operation found no full SHA in its current operation (syncResult.revision {synced:?}, operation.sync.revision {asked:?})"
                 )),
             }
         }
@@ -309,6 +323,7 @@ pub async fn run(cluster: &Cluster, opts: &Options) -> Result<Outcome, GateError
                     started: started_at,
                     deadline,
                     max_answer_age: opts.probe_interval * 3,
+                    in_operation: opts.in_hook || opts.sha == ShaSource::FromOperation,
                 },
                 lie: LieWindow::default(),
                 verdict: None,
@@ -540,5 +555,61 @@ fn mark_answer(pending: &mut BTreeMap<String, Pending>, a: &Probed) {
         if p.endpoints.contains(&a.key) {
             p.dirty_since.get_or_insert(a.arrived);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::argo::{
+        ApplicationSpec, ApplicationStatus, Operation, OperationState, SyncOperation, SyncResult,
+    };
+
+    const SHA: &str = "3b18e512dba79e4c8300dd08aeb37f8e728b8dad";
+    const OLD: &str = "4c29f623ecb80f5d9411ee19bfc48f9f839c9ebe";
+
+    fn app(result: Option<&str>, asked: Option<&str>) -> Application {
+        Application {
+            status: Some(ApplicationStatus {
+                operation_state: Some(OperationState {
+                    phase: Some("Running".into()),
+                    sync_result: result.map(|r| SyncResult {
+                        revision: Some(r.into()),
+                        revisions: None,
+                    }),
+                    operation: Some(Operation {
+                        sync: Some(SyncOperation {
+                            revision: asked.map(str::to_string),
+                        }),
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            api_version: crate::cluster::argo::API_VERSION.into(),
+            kind: "Application".into(),
+            metadata: Default::default(),
+            spec: ApplicationSpec::default(),
+        }
+    }
+
+    /// The PostSync hook's SHA: the resolved revision, or the asked one when it is a full SHA
+    /// (a manual sync asks for the targetRevision, e.g. "main"); two different SHAs refuse.
+    #[test]
+    fn sha_from_operation() {
+        let s = |r, a| sha_of(&app(r, a), &ShaSource::FromOperation);
+        assert_eq!(s(Some(SHA), Some(SHA)), Ok(SHA.to_string()));
+        assert_eq!(s(Some(SHA), Some("main")), Ok(SHA.to_string()));
+        assert_eq!(s(Some(SHA), None), Ok(SHA.to_string()));
+        assert_eq!(s(None, Some(SHA)), Ok(SHA.to_string()));
+        assert!(s(Some(SHA), Some(OLD))
+            .unwrap_err()
+            .contains("two revisions"));
+        assert!(s(None, Some("main"))
+            .unwrap_err()
+            .contains("found no full SHA"));
+        assert!(s(Some("3b18e51"), None)
+            .unwrap_err()
+            .contains("found no full SHA"));
     }
 }

@@ -28,7 +28,8 @@ pub enum Condition {
     OperationPhase,
     SyncStatus,
     HealthStatus,
-    /// `reconciledAt` at or after `operationState.finishedAt`.
+    /// `reconciledAt` at or after `operationState.finishedAt` (in hook mode, while the
+    /// operation runs: its `startedAt`).
     Fresh,
     /// No ComparisonError / InvalidSpecError / SyncError (any `*Error`) condition.
     NoSpecErrors,
