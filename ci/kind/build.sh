@@ -11,6 +11,7 @@
 #   images    pod images as docker-archive tars (umoci + skopeo): control plane, kube-proxy, etcd,
 #             coredns, pause (from ci/hermetic), argocd, redis, gitd, nginx (from ci/hermetic).
 #   node      the kind node image (Debian 12 + kind's base files + the k8s images), into podman.
+#   gate      (only when named) the gate's image, cnpe.local/cnpe-gate:0.1.0, from cargo's binaries.
 set -euo pipefail
 # shellcheck source=common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -414,11 +415,46 @@ EOF
   touch "$stamp"
 }
 
+# ---------------------------------------------------------------- the gate's image (opt-in)
+# cnpe-lab and release-gate as cargo built them (stripped), the four libraries they link, taken
+# from the apps root filesystem (Debian 12, the same glibc as the build host), and a nonroot
+# user: no shell, no package manager. Built from $CNPE_GATE_BIN_DIR (default: the CI target's
+# debug binaries; a release build makes it smaller), so run `cargo build` first.
+GATE_IMAGE="${CNPE_GATE_IMAGE:-cnpe.local/cnpe-gate:0.1.0}"
+part_gate() {
+  local bins="${CNPE_GATE_BIN_DIR:-${CARGO_TARGET_DIR:-/var/cache/cnpe-lab/target}/debug}" dir lib b
+  [[ -x $bins/cnpe-lab && -x $bins/release-gate ]] \
+    || die "no cnpe-lab/release-gate in $bins: run cargo build first (or set CNPE_GATE_BIN_DIR)"
+  [[ -e $ROOTFS/apps/usr/bin/redis-server ]] || die "no apps root filesystem: build.sh rootfs first"
+  dir="$(mktemp -d)"
+  chmod 0755 "$dir" # the layer's / (mktemp makes it 0700: uid 65532 could not reach its binary)
+  base_files "$dir"
+  echo 'nonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin' >>"$dir/etc/passwd"
+  echo 'nonroot:x:65532:' >>"$dir/etc/group"
+  for b in cnpe-lab release-gate; do
+    strip -o "$dir/usr/local/bin/$b" "$bins/$b"
+  done
+  # The libraries the dynamic linker resolves for cnpe-lab, copied from the apps rootfs.
+  while read -r lib; do
+    [[ -e $ROOTFS/apps$lib ]] || die "$lib (linked by cnpe-lab) is not in the apps rootfs"
+    mkdir -p "$dir$(dirname "$lib")"
+    cp -L "$ROOTFS/apps$lib" "$dir$lib"
+  done < <(ldd "$bins/cnpe-lab" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}')
+  oci_new cnpe-gate
+  oci_insert cnpe-gate "$dir"
+  oci_config cnpe-gate --config.env "$PATH_ENV" --config.user 65532:65532 \
+    --config.entrypoint /usr/local/bin/cnpe-lab
+  oci_export cnpe-gate "$IMAGES/cnpe-gate.tar" "$GATE_IMAGE"
+  rm -rf "$dir"
+  log "gate image $GATE_IMAGE: $(du -h "$IMAGES/cnpe-gate.tar" | cut -f1) (docker-archive), $(du -sh "$bins/cnpe-lab" | cut -f1) unstripped cnpe-lab"
+}
+
 ALL=(host hermetic gobin rootfs images node)
+OPTIONAL=(gate)
 parts=("$@")
 ((${#parts[@]})) || parts=("${ALL[@]}")
 for p in "${parts[@]}"; do
-  [[ " ${ALL[*]} " == *" $p "* ]] || die "unknown part $p (parts: ${ALL[*]})"
+  [[ " ${ALL[*]} ${OPTIONAL[*]} " == *" $p "* ]] || die "unknown part $p (parts: ${ALL[*]} ${OPTIONAL[*]})"
 done
 T0=$(date +%s)
 for p in "${parts[@]}"; do timed "$p" "part_$p"; done

@@ -127,6 +127,11 @@ step_load() {
     log "loading $KIND_CACHE/images/$t.tar into $node"
     kind load image-archive --name "$CLUSTER" "$KIND_CACHE/images/$t.tar"
   done
+  # The gate's image for its PostSync hook, when `build.sh gate` made it.
+  if [[ -e $KIND_CACHE/images/cnpe-gate.tar ]]; then
+    log "loading $KIND_CACHE/images/cnpe-gate.tar into $node"
+    kind load image-archive --name "$CLUSTER" "$KIND_CACHE/images/cnpe-gate.tar"
+  fi
 }
 timed load step_load
 
