@@ -45,12 +45,25 @@ enum ProbeTarget {
     },
 }
 
+/// A reqwest client builder that can build: reqwest is compiled without a TLS crypto provider
+/// (`rustls-no-provider`), so without a process default its `build()` fails ("builder error",
+/// found when the gate first ran inside a cluster). ring, which kube already uses, is installed
+/// as that default once.
+pub fn http_client_builder() -> reqwest::ClientBuilder {
+    static PROVIDER: std::sync::Once = std::sync::Once::new();
+    PROVIDER.call_once(|| {
+        // Err means another provider is the default already: that one serves as well.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    reqwest::Client::builder()
+}
+
 impl Probe {
     pub fn for_cluster(cluster: &Cluster) -> Result<Self> {
         let cfg = cluster.config();
         let target = match &cfg.http_url {
             Some(url) => ProbeTarget::Direct {
-                client: reqwest::Client::builder().timeout(HTTP_TIMEOUT).build()?,
+                client: http_client_builder().timeout(HTTP_TIMEOUT).build()?,
                 url: url.clone(),
             },
             None => ProbeTarget::ServiceProxy {
@@ -134,4 +147,17 @@ async fn direct_get(client: &reqwest::Client, url: &str) -> Result<(u16, String)
 /// can never equal an expected body that differs in bytes.
 fn body_text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    /// `cnpe-lab gate --probe direct` (every in-cluster run, the PostSync hook) builds its client
+    /// here; without a crypto provider installed reqwest's build() failed with "builder error".
+    #[test]
+    fn the_http_client_builds() {
+        super::http_client_builder()
+            .timeout(std::time::Duration::from_secs(1))
+            .build()
+            .expect("the probe's HTTP client builds");
+    }
 }

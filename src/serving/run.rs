@@ -528,7 +528,7 @@ pub async fn run(cluster: &Cluster, opts: &Options) -> Result<Outcome, GateError
 }
 
 fn direct() -> Result<Via, GateError> {
-    reqwest::Client::builder()
+    crate::cluster::probe::http_client_builder()
         .timeout(crate::serving::prober::PROBE_TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
         .build()
