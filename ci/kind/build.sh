@@ -434,6 +434,10 @@ part_gate() {
   for b in cnpe-lab release-gate; do
     strip -o "$dir/usr/local/bin/$b" "$bins/$b"
   done
+  # CA certificates: reqwest's TLS setup loads the system roots even for plain-HTTP probes,
+  # and its client does not build without them.
+  mkdir -p "$dir/etc/ssl/certs"
+  cp -L "$ROOTFS/apps/etc/ssl/certs/ca-certificates.crt" "$dir/etc/ssl/certs/"
   # The libraries the dynamic linker resolves for cnpe-lab, copied from the apps rootfs.
   while read -r lib; do
     [[ -e $ROOTFS/apps$lib ]] || die "$lib (linked by cnpe-lab) is not in the apps rootfs"

@@ -533,7 +533,16 @@ fn direct() -> Result<Via, GateError> {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map(Via::Direct)
-        .map_err(|e| GateError::Cluster(format!("HTTP client: {e}")))
+        .map_err(|e| {
+            // reqwest's "builder error" alone hides the cause (e.g. no CA certificates to load).
+            let mut why = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                why.push_str(&format!(": {s}"));
+                source = s.source();
+            }
+            GateError::Cluster(format!("HTTP client: {why}"))
+        })
 }
 
 /// Which Applications an event can affect: the one it names, or those with resources in its
