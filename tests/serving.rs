@@ -1139,35 +1139,25 @@ fn hook_without_an_operation_is_not_approved() {
     assert_eq!(v.unmet[0].found, "no operationState");
 }
 
-/// Fresh in hook mode is against the operation's startedAt (1 s): at or after it is fresh.
+/// Inside its own Running operation the hook needs no reconciliation since the sync started:
+/// measured on kind (Argo CD v3.5.2), `reconciledAt` stays at its value from before the sync
+/// until the operation ends, so requiring one deadlocked the hook until its timeout. Argo CD
+/// starts PostSync only after its own health check of this operation's resources, and the
+/// gate's live workload and endpoint checks decide the rest.
 #[rstest]
-#[case::reconciled_before_the_start(Some(ts(0)), Some(ts(1)), Some(format!("reconciledAt {} before startedAt {}", t(0), t(1))))]
-#[case::reconciled_in_the_starting_second(Some(ts(1)), Some(ts(1)), None)]
-#[case::reconciled_after_the_start(Some(ts(10)), Some(ts(1)), None)]
-#[case::no_started_at(Some(ts(10)), None, Some("the operation has no startedAt".to_string()))]
-#[case::started_at_garbage(Some(ts(10)), Some("soon".to_string()), Some("operationState.startedAt \"soon\" is not a timestamp".to_string()))]
-#[case::no_reconciled_at(None, Some(ts(1)), Some("no status.reconciledAt".to_string()))]
-fn hook_fresh_is_judged_against_started_at(
+#[case::reconciled_before_the_start(Some(ts(0)), Some(ts(1)))]
+#[case::reconciled_after_the_start(Some(ts(10)), Some(ts(1)))]
+#[case::no_started_at(Some(ts(10)), None)]
+#[case::no_reconciled_at(None, Some(ts(1)))]
+fn hook_inside_its_running_operation_needs_no_reconciliation_since_the_start(
     #[case] reconciled: Option<String>,
     #[case] started: Option<String>,
-    #[case] unmet: Option<String>,
 ) {
     let mut w = hook_world();
     w.status().reconciled_at = reconciled;
     w.status().operation_state.as_mut().unwrap().started_at = started;
     let v = w.decide();
-    match unmet {
-        None => assert_eq!(v.decision, Decision::Approved, "{}", v.render_text()),
-        Some(found) => {
-            assert_eq!(v.decision, Decision::Pending, "{}", v.render_text());
-            assert_eq!(conditions(&v), [Condition::Fresh]);
-            assert_eq!(
-                v.unmet[0].want,
-                "status.reconciledAt at or after operationState.startedAt"
-            );
-            assert_eq!(v.unmet[0].found, found);
-        }
-    }
+    assert_eq!(v.decision, Decision::Approved, "{}", v.render_text());
 }
 
 /// Once the hook's operation has finished (the gate outlived it), freshness is against its

@@ -27,8 +27,8 @@ pub struct Request {
     pub max_answer_age: Duration,
     /// Hook mode: the gate runs inside the sync operation to `sha` (an Argo CD PostSync hook
     /// Job), so that operation is still `Running` while the gate decides. Then an operation
-    /// `Running` at `sha` meets OperationRevision and OperationPhase, and Fresh is judged
-    /// against the operation's `startedAt` while it runs (it has no `finishedAt` yet). An
+    /// `Running` at `sha` meets OperationRevision, OperationPhase and Fresh (Argo CD does not
+    /// update `reconciledAt` while its operation runs; measured on kind). An
     /// operation whose revision is known and is not `sha` is a final rejection: the hook's
     /// own operation is over (another sync replaced it) or `sha` is not its revision, and a
     /// hook never approves another revision than its operation's. Without it a `Running`
@@ -482,9 +482,8 @@ fn reconciled_after_finish(
 /// (health and comparison then come from the same reconciliation). While the operation runs
 /// there is nothing to be fresh against yet: OperationPhase is unmet then, not Fresh. In hook
 /// mode (`in_operation`) a Running operation is the gate's own, which never finishes before
-/// the gate does: `reconciledAt` must then be at or after its `startedAt` (a comparison made
-/// once the sync had begun; Argo CD starts PostSync hooks only after the sync's resources are
-/// applied and Healthy).
+/// the gate does, and during which Argo CD does not update `reconciledAt`: Fresh is met (Argo
+/// CD starts PostSync hooks only after the sync's resources are applied and Healthy).
 fn fresh(
     d: &mut Draft,
     status: &crate::cluster::argo::ApplicationStatus,
@@ -493,6 +492,13 @@ fn fresh(
     subject: &str,
 ) -> bool {
     let running = op.is_some_and(|o| o.phase.as_deref() == Some("Running"));
+    if in_operation && running {
+        // Measured on kind: Argo CD does not update reconciledAt while its operation runs, so
+        // the hook inside it could never see a reconciliation after the start. Argo CD starts
+        // PostSync only after its own health check of this operation's resources; the live
+        // workload and endpoint checks decide the rest.
+        return true;
+    }
     let (field, edge) = if in_operation && running {
         ("startedAt", "started")
     } else {
