@@ -9,11 +9,18 @@ exactly what the gate watches, in the right namespaces, to ServiceAccount cnpe-g
 Job's hook annotations, identity, image, arguments and securityContext. Prints one line per
 failed check; exits 1 if any failed.
 """
+import importlib.util
 import sys
+from pathlib import Path
 
-import yaml
+# The strict YAML loading (duplicate keys refused), `check` and `dig` are check-manifests.py's:
+# one loader for every manifest check; its ERRORS list collects this script's findings too.
+_spec = importlib.util.spec_from_file_location(
+    "check_manifests", Path(__file__).resolve().parent / "kind" / "check-manifests.py")
+_manifests = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_manifests)
+ERRORS, check, load_all, dig = _manifests.ERRORS, _manifests.check, _manifests.load_all, _manifests.dig
 
-ERRORS = []
 READ = {"get", "list", "watch"}
 # What src/serving/watch.rs watches: (apiGroup, resource) per namespace role.
 APP_RULES = {("apps", r) for r in ("deployments", "replicasets", "statefulsets", "daemonsets")} | {
@@ -22,52 +29,6 @@ ARGOCD_RULES = {("argoproj.io", "applications")}
 FORBIDDEN = {"secrets", "pods/proxy", "services/proxy", "nodes/proxy", "pods/exec", "pods/attach",
              "pods/portforward", "serviceaccounts/token", "*"}
 SA = "cnpe-gate"
-
-
-def check(ok, what):
-    if not ok:
-        ERRORS.append(what)
-    return ok
-
-
-class StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate mapping keys (PyYAML keeps the last one silently)."""
-
-
-def _mapping(loader, node, deep=False):
-    seen = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark)
-        seen.add(key)
-    return yaml.SafeLoader.construct_mapping(loader, node, deep)
-
-
-StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
-
-
-def load_all(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            docs = [d for d in yaml.load_all(f, Loader=StrictLoader) if d is not None]
-    except (OSError, yaml.YAMLError) as e:
-        check(False, f"{path}: cannot parse: {e}")
-        return []
-    check(all(isinstance(d, dict) for d in docs), f"{path}: a document is not a mapping")
-    return [d for d in docs if isinstance(d, dict)]
-
-
-def dig(obj, *keys):
-    for k in keys:
-        if isinstance(obj, dict):
-            obj = obj.get(k)
-        elif isinstance(obj, list) and isinstance(k, int) and -len(obj) <= k < len(obj):
-            obj = obj[k]
-        else:
-            return None
-    return obj
 
 
 def ident(d):
