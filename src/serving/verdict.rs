@@ -349,15 +349,20 @@ pub fn openmetrics(verdicts: &[Verdict]) -> String {
         let _ = writeln!(out, "# TYPE {name} gauge");
         let _ = writeln!(out, "# HELP {name} {help}");
     };
-    family(
+    // A family with one sample per verdict, labelled by Application and SHA.
+    let per_verdict =
+        |out: &mut String, name: &str, help: &str, value: &dyn Fn(&Verdict) -> String| {
+            family(out, name, help);
+            for v in verdicts {
+                let _ = writeln!(out, "{name}{{{}}} {}", labels(v), value(v));
+            }
+        };
+    per_verdict(
         &mut out,
         "cnpe_gate_approved",
         "1 when the gate approved the Application at the SHA, else 0.",
+        &|v| u8::from(v.decision == Decision::Approved).to_string(),
     );
-    for v in verdicts {
-        let approved = u8::from(v.decision == Decision::Approved);
-        let _ = writeln!(out, "cnpe_gate_approved{{{}}} {approved}", labels(v));
-    }
     family(
         &mut out,
         "cnpe_gate_decision",
@@ -390,68 +395,36 @@ pub fn openmetrics(verdicts: &[Verdict]) -> String {
             );
         }
     }
-    family(
+    per_verdict(
         &mut out,
         "cnpe_gate_endpoints",
         "Ready or serving endpoints of the Application's Services.",
+        &|v| v.endpoints.len().to_string(),
     );
-    for v in verdicts {
-        let _ = writeln!(
-            out,
-            "cnpe_gate_endpoints{{{}}} {}",
-            labels(v),
-            v.endpoints.len()
-        );
-    }
-    family(
+    per_verdict(
         &mut out,
         "cnpe_gate_endpoints_matched",
         "Endpoints whose fresh answer was 2xx with the expected content.",
+        &|v| v.endpoints.iter().filter(|e| e.matched).count().to_string(),
     );
-    for v in verdicts {
-        let n = v.endpoints.iter().filter(|e| e.matched).count();
-        let _ = writeln!(out, "cnpe_gate_endpoints_matched{{{}}} {n}", labels(v));
-    }
-    family(
+    per_verdict(
         &mut out,
         "cnpe_gate_lie_synced_not_serving_seconds",
         "Seconds Argo CD said Synced at the SHA while not every endpoint served the expected content.",
+        &|v| number(v.lie_window.synced_not_serving_seconds),
     );
-    for v in verdicts {
-        let _ = writeln!(
-            out,
-            "cnpe_gate_lie_synced_not_serving_seconds{{{}}} {}",
-            labels(v),
-            number(v.lie_window.synced_not_serving_seconds)
-        );
-    }
-    family(
+    per_verdict(
         &mut out,
         "cnpe_gate_lie_healthy_not_serving_seconds",
         "Seconds Argo CD said Healthy at the SHA while not every endpoint served the expected content.",
+        &|v| number(v.lie_window.healthy_not_serving_seconds),
     );
-    for v in verdicts {
-        let _ = writeln!(
-            out,
-            "cnpe_gate_lie_healthy_not_serving_seconds{{{}}} {}",
-            labels(v),
-            number(v.lie_window.healthy_not_serving_seconds)
-        );
-    }
-    family(
+    per_verdict(
         &mut out,
         "cnpe_gate_decided_timestamp_seconds",
         "When the verdict was decided (Unix seconds).",
+        &|v| number(v.decided_at.as_millisecond() as f64 / 1000.0),
     );
-    for v in verdicts {
-        let t = v.decided_at.as_millisecond() as f64 / 1000.0;
-        let _ = writeln!(
-            out,
-            "cnpe_gate_decided_timestamp_seconds{{{}}} {}",
-            labels(v),
-            number(t)
-        );
-    }
     out.push_str("# EOF\n");
     out
 }
