@@ -458,6 +458,45 @@ fn existing_bare_path_that_is_a_working_copy_is_refused() {
     assert!(ensure_bare(&l.cfg.bare_repo, "main").is_err());
 }
 
+/// A run SIGKILLed while libgit2 was creating the repositories left only their staging
+/// directories, half-written (a `config` and no HEAD): the resume removes them, says so, and
+/// the whole flow then passes. (Before, the half-made bare repository sat at its final path
+/// and every resume refused it: seen in CI's step-1 kill trial.)
+#[test]
+fn repositories_a_killed_run_was_creating_are_created_again_on_resume() {
+    let l = lab();
+    for path in [&l.cfg.bare_repo, &l.cfg.gitops_dir] {
+        let staging = cnpe_lab::lab::git::staging_path(path);
+        std::fs::create_dir_all(staging.join("objects")).unwrap();
+        std::fs::write(staging.join("config"), "[core]\n").unwrap();
+        assert!(!path.exists());
+    }
+    let (g, base, bad, rec) = run_flow(&l);
+    let report = check(&l, base, bad, rec);
+    assert!(report.passed(), "{report:?}");
+    drop(g);
+    for path in [&l.cfg.bare_repo, &l.cfg.gitops_dir] {
+        assert!(!cnpe_lab::lab::git::staging_path(path).exists());
+    }
+    assert_eq!(branch_tip(&bare(&l), "refs/heads/main"), Some(rec));
+}
+
+/// What sits at the final path is never taken for the lab's own: a directory that is not a
+/// repository (the user's, or a half-made one from a lab older than atomic creation) is
+/// refused, naming it, and kept.
+#[test]
+fn a_directory_at_the_bare_path_that_is_no_repository_is_refused_and_kept() {
+    let l = lab();
+    std::fs::create_dir_all(&l.cfg.bare_repo).unwrap();
+    std::fs::write(l.cfg.bare_repo.join("config"), "[core]\n").unwrap();
+    let err = format!("{:#}", GitOps::prepare(&l.cfg, &l.lock).err().unwrap());
+    assert!(
+        err.contains("app.git exists but is not a bare git repository"),
+        "{err}"
+    );
+    assert!(l.cfg.bare_repo.join("config").exists());
+}
+
 /// A real git daemon on loopback serves the bare repo; cloning over git:// sees the pushed SHA.
 #[test]
 fn git_daemon_serves_the_pushed_sha_over_git_protocol() {

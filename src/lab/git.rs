@@ -32,6 +32,9 @@ pub struct GitOps {
 
 /// Opens the bare repository, creating it when missing. A path that exists but is not a bare
 /// repository (a file, a working copy, an unrelated directory) is an error naming it.
+///
+/// Creation is atomic (see [`init_atomically`]): a run killed while creating it leaves no
+/// half-made repository at `path` for the resume to refuse.
 pub fn ensure_bare(path: &Path, branch: &str) -> Result<Repository> {
     if path.exists() {
         if !path.is_dir() {
@@ -45,10 +48,52 @@ pub fn ensure_bare(path: &Path, branch: &str) -> Result<Repository> {
         })?;
         return Ok(repo);
     }
-    let mut opts = RepositoryInitOptions::new();
-    opts.bare(true).initial_head(branch).mkpath(true);
-    Repository::init_opts(path, &opts)
-        .with_context(|| format!("creating bare repository {}", path.display()))
+    init_atomically(path, |staging| {
+        let mut opts = RepositoryInitOptions::new();
+        opts.bare(true).initial_head(branch);
+        Repository::init_opts(staging, &opts)?;
+        Ok(())
+    })
+    .with_context(|| format!("creating bare repository {}", path.display()))?;
+    Repository::open_bare(path).with_context(|| format!("opening {}", path.display()))
+}
+
+/// Where [`init_atomically`] builds a repository before moving it to `path`: a hidden sibling
+/// (same filesystem, so the move is one rename) whose name says whose it is.
+pub fn staging_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(|| "repo".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{name}.cnpe-init"))
+}
+
+/// Builds a repository in [`staging_path`] with `init`, then renames it to `path` (absent or
+/// an empty directory): libgit2 writes a new repository file by file, and a SIGKILL between
+/// two of them used to leave a directory that was no repository, which every resume refused.
+/// A staging directory left by a killed run is removed first: the caller holds the lab's lock,
+/// and the name is this lab's own.
+fn init_atomically(path: &Path, init: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    let staging = staging_path(path);
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating directory {}", parent.display()))?;
+    }
+    if staging.exists() {
+        eprintln!(
+            "cnpe-lab: removing {}, a repository a killed run had not finished creating",
+            staging.display()
+        );
+        std::fs::remove_dir_all(&staging)
+            .with_context(|| format!("removing {}", staging.display()))?;
+    }
+    init(&staging)?;
+    std::fs::rename(&staging, path).with_context(|| {
+        format!(
+            "moving the new repository {} to {}",
+            staging.display(),
+            path.display()
+        )
+    })
 }
 
 impl GitOps {
@@ -96,16 +141,19 @@ impl GitOps {
                     dir.display()
                 );
             }
-            let mut opts = RepositoryInitOptions::new();
-            opts.initial_head(&cfg.branch).mkpath(true);
-            let repo = Repository::init_opts(dir, &opts)
-                .with_context(|| format!("creating {}", dir.display()))?;
             let url = cfg
                 .bare_repo
                 .to_str()
                 .ok_or_else(|| anyhow!("CNPE_BARE_REPO is not UTF-8"))?;
-            repo.remote(REMOTE, url)?;
-            repo
+            // Atomic like the bare repository: a kill here leaves no `.git` without `origin`.
+            init_atomically(dir, |staging| {
+                let mut opts = RepositoryInitOptions::new();
+                opts.initial_head(&cfg.branch);
+                Repository::init_opts(staging, &opts)?.remote(REMOTE, url)?;
+                Ok(())
+            })
+            .with_context(|| format!("creating working copy {}", dir.display()))?;
+            Repository::open(dir).with_context(|| format!("opening {}", dir.display()))?
         };
         Ok(Self {
             repo,
