@@ -422,6 +422,8 @@ struct Shared {
     faults: Mutex<Vec<FaultRecord>>,
     /// The kill trials' results: (trial name, result, seconds), run together once.
     kills: std::sync::OnceLock<Vec<kills::KillResult>>,
+    /// The kill trials this invocation selected (its name filter and --skip): only those run.
+    kill_selection: Vec<kills::Scenario>,
     rt: tokio::runtime::Runtime,
     fixture: Mutex<Option<Fixture>>,
     availability: support::Availability,
@@ -454,6 +456,10 @@ fn main() {
     let shared = Arc::new(Shared {
         faults: Mutex::new(Vec::new()),
         kills: std::sync::OnceLock::new(),
+        kill_selection: kills::Scenario::all()
+            .into_iter()
+            .filter(|sc| selected(&suite.args, &sc.trial_name()))
+            .collect(),
         rt: suite.rt,
         fixture: Mutex::new(suite.connected),
         availability: suite.availability,
@@ -565,6 +571,19 @@ fn run_trial(
     finish(shared, name, outcome, t0.elapsed().as_secs_f64())
 }
 
+/// Whether libtest's name filter and `--skip` select `name` (the kill trials run as one batch,
+/// so a filtered invocation such as `-- fault_sigkill_in_step1` must run only its own).
+fn selected(args: &libtest_mimic::Arguments, name: &str) -> bool {
+    let matches = |pattern: &str| {
+        if args.exact {
+            name == pattern
+        } else {
+            name.contains(pattern)
+        }
+    };
+    args.filter.as_deref().is_none_or(matches) && !args.skip.iter().any(|s| matches(s))
+}
+
 /// A kill trial: its result from the batch that runs every kill trial at once.
 fn kill_trial(shared: &Shared, name: &str) -> Result<Completion, Failed> {
     if let Some(o) = shared.availability.verdict("TRAPS") {
@@ -579,13 +598,13 @@ fn kill_trial(shared: &Shared, name: &str) -> Result<Completion, Failed> {
             .expect("connected")
             .cfg
             .clone();
-        let all = kills::Scenario::all();
+        let chosen = &shared.kill_selection;
         eprintln!(
-            "  running the {} kill trials, {} at a time on their own tenants",
-            all.len(),
+            "  running the {} selected kill trials, {} at a time on their own tenants",
+            chosen.len(),
             kills::SLOTS
         );
-        shared.rt.block_on(kills::run_all(&cfg, &all))
+        shared.rt.block_on(kills::run_all(&cfg, chosen))
     });
     let (outcome, seconds) = match results.iter().find(|(n, ..)| n == name) {
         Some((_, Ok(line), s)) => (Outcome::Passed(line.clone()), *s),

@@ -263,3 +263,87 @@ macro_rules! argo_resource {
 }
 argo_resource!(Application, "Application", "applications");
 argo_resource!(AppProject, "AppProject", "appprojects");
+
+impl Application {
+    /// Whether Argo CD's controller has evaluated this Application at least once: it sets
+    /// `status.sync.status` on every evaluation, `Unknown` when a spec error stopped it.
+    pub fn evaluated(&self) -> bool {
+        self.status
+            .as_ref()
+            .and_then(|s| s.sync.as_ref())
+            .and_then(|s| s.status.as_deref())
+            .is_some_and(|s| !s.is_empty())
+    }
+
+    /// The InvalidSpecError Argo CD sets when, on evaluating this Application, its project
+    /// cache had no AppProject of `spec.project` (an Application applied right after its
+    /// project). Argo CD v3.5.2 evaluates an Application again on every update of it (its own
+    /// status write included) but not when a project appears (its project informer only
+    /// invalidates the cache: controller/appcontroller.go), so the condition is usually gone
+    /// milliseconds later, and stays until the next periodic reconciliation when both
+    /// evaluations ran before the project reached the cache.
+    pub fn missing_project_condition(&self) -> Option<&AppCondition> {
+        let wanted = format!(
+            "Application referencing project {} which does not exist",
+            self.spec.project
+        );
+        self.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .find(|c| {
+                c.type_.as_deref() == Some("InvalidSpecError")
+                    && c.message.as_deref() == Some(wanted.as_str())
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn app(status: serde_json::Value) -> Application {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web"},
+            "spec": {"project": "shop", "source": {"repoURL": "git://x/app.git"},
+                     "destination": {"namespace": "shop"}},
+            "status": status,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn evaluated_only_once_the_controller_wrote_a_sync_status() {
+        assert!(!app(serde_json::json!({})).evaluated());
+        assert!(!app(serde_json::json!({"sync": {"status": ""}})).evaluated());
+        assert!(app(serde_json::json!({"sync": {"status": "Unknown"}})).evaluated());
+        assert!(app(serde_json::json!({"sync": {"status": "Synced"}})).evaluated());
+    }
+
+    #[test]
+    fn missing_project_condition_is_the_one_for_its_own_project() {
+        let cond = |message: &str, type_: &str| {
+            serde_json::json!({"sync": {"status": "Unknown"},
+                               "conditions": [{"type": type_, "message": message}]})
+        };
+        let own = "Application referencing project shop which does not exist";
+        assert!(app(cond(own, "InvalidSpecError"))
+            .missing_project_condition()
+            .is_some());
+        assert!(app(cond(own, "ComparisonError"))
+            .missing_project_condition()
+            .is_none());
+        let other = "Application referencing project shopping which does not exist";
+        assert!(app(cond(other, "InvalidSpecError"))
+            .missing_project_condition()
+            .is_none());
+        let not_permitted = "application repo git://x/app.git is not permitted in project 'shop'";
+        assert!(app(cond(not_permitted, "InvalidSpecError"))
+            .missing_project_condition()
+            .is_none());
+        assert!(app(serde_json::json!({}))
+            .missing_project_condition()
+            .is_none());
+    }
+}

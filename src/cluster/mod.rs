@@ -12,7 +12,7 @@ pub mod safety;
 
 use crate::cluster::argo::{AppProject, Application};
 use crate::config::Config;
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -241,6 +241,62 @@ impl Cluster {
             .await
             .with_context(|| format!("Application {}: {what}", self.cfg.application))?;
         Ok(())
+    }
+
+    /// After step 2's applies: waits until Argo CD has evaluated the Application and, when it
+    /// shows [`Application::missing_project_condition`] although the AppProject is live,
+    /// requests one refresh and waits for it to go. Seen in CI: a run SIGKILLed as step 2
+    /// began, whose resume graded the wiring while the condition was there. Returns what it
+    /// did, if anything.
+    pub async fn settle_project_reference(&self, deadline: Duration) -> Result<Option<String>> {
+        let name = self.cfg.application.clone();
+        let app = tokio::time::timeout(
+            deadline,
+            await_condition(self.applications(), &name, |a: Option<&Application>| {
+                a.is_some_and(Application::evaluated)
+            }),
+        )
+        .await
+        .map_err(|_| {
+            anyhow!(
+                "Application {name}: Argo CD did not evaluate it within {deadline:?} (no status.sync.status):                  is argocd-application-controller running? `kubectl -n {} get pods`",
+                self.cfg.argocd_namespace
+            )
+        })?
+        .with_context(|| format!("watching Application {name}"))?;
+        let Some(condition) = app.as_ref().and_then(|a| a.missing_project_condition()) else {
+            return Ok(None);
+        };
+        let message = condition.message.clone().unwrap_or_default();
+        if self.project().await?.is_none() {
+            bail!(
+                "Application {name}: {message}, and AppProject {} is indeed not on the cluster",
+                self.cfg.project
+            );
+        }
+        self.request_refresh().await?;
+        let cleared = tokio::time::timeout(
+            deadline,
+            await_condition(self.applications(), &name, |a: Option<&Application>| {
+                a.is_some_and(|a| a.evaluated() && a.missing_project_condition().is_none())
+            }),
+        )
+        .await;
+        match cleared {
+            Ok(r) => {
+                r.with_context(|| format!("watching Application {name}"))?;
+                let note = format!(
+                    "Argo CD evaluated Application {name} before its cache held AppProject {}                      ({message:?}); one refresh request cleared it",
+                    self.cfg.project
+                );
+                eprintln!("cnpe-lab: {note}");
+                Ok(Some(note))
+            }
+            Err(_) => bail!(
+                "Application {name}: still {message:?} {deadline:?} after a refresh request, although                  AppProject {} exists: Argo CD's project cache is not following the cluster                  (argocd-application-controller's log; restart it to rebuild its cache)",
+                self.cfg.project
+            ),
+        }
     }
 
     pub async fn application(&self) -> Result<Option<Application>> {

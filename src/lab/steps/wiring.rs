@@ -32,6 +32,10 @@ impl Lab {
                 self.cfg.application
             );
         }
+        let settled = self
+            .cluster
+            .settle_project_reference(self.cfg.wait_deadline)
+            .await?;
         let expect = if plan.apply_application {
             Some(baseline)
         } else {
@@ -39,14 +43,15 @@ impl Lab {
         };
         self.grade_live_wiring(expect).await?;
         Ok(format!(
-            "project.json {}, application.json {}; {}; live wiring is least-privilege",
+            "project.json {}, application.json {}; {}; live wiring is least-privilege{}",
             ok_or_resumed(p),
             ok_or_resumed(a),
             if plan.apply_application {
                 "both applied"
             } else {
                 "application left at its later revision"
-            }
+            },
+            settled.map_or(String::new(), |note| format!(" ({note})"))
         ))
     }
 
