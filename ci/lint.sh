@@ -140,6 +140,21 @@ else
 fi
 record "deploy(kustomize)" "$status"
 
+# The online Dockerfile and the offline image (ci/kind/build.sh, part gate) must agree on what
+# the hook Job relies on: the user, the entrypoint, the binaries' paths.
+status=0
+for want in 'USER 65532:65532' 'ENTRYPOINT ["/usr/local/bin/cnpe-lab"]' \
+  'COPY --from=build /src/target/release/cnpe-lab /src/target/release/release-gate /usr/local/bin/'; do
+  grep -qxF -- "$want" deploy/image/Dockerfile || { echo "deploy/image/Dockerfile: no line: $want" >&2; status=1; }
+done
+# shellcheck disable=SC2016 # the last one is build.sh's literal text
+for want in '--config.user 65532:65532' '--config.entrypoint /usr/local/bin/cnpe-lab' '"$dir/usr/local/bin/$b"'; do
+  grep -qF -- "$want" ci/kind/build.sh || { echo "ci/kind/build.sh's gate part no longer has: $want" >&2; status=1; }
+done
+grep -qE '^ +runAsUser: 65532$' "$rendered/deploy-deploy-hook.yaml" 2>/dev/null \
+  || { echo "deploy/hook (as rendered above): the Job does not run as 65532" >&2; status=1; }
+record "image(Dockerfile = offline build)" "$status"
+
 # --- the crate: rustfmt and clippy with warnings as errors (same toolchain as cargo test)
 if command -v cargo >/dev/null; then
   status=0
