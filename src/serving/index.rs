@@ -30,10 +30,18 @@ type ObjectKey = (Kind, String, String);
 /// - An event with an empty namespace (a relist): every Application.
 #[derive(Debug, Clone, Default)]
 pub struct FleetIndex {
-    /// Each Application's managed objects (to unindex them when it changes or goes).
-    apps: BTreeMap<AppKey, BTreeSet<ObjectKey>>,
+    /// Each Application's entries in the two maps below, so that re-indexing or forgetting it
+    /// touches only those (never a scan of the fleet).
+    apps: BTreeMap<AppKey, Indexed>,
     by_object: HashMap<ObjectKey, BTreeSet<AppKey>>,
     by_namespace: HashMap<String, BTreeSet<AppKey>>,
+}
+
+/// Where one Application is indexed.
+#[derive(Debug, Clone, Default)]
+struct Indexed {
+    objects: BTreeSet<ObjectKey>,
+    namespaces: BTreeSet<String>,
 }
 
 fn kind_of(group: &str, kind: &str) -> Option<Kind> {
@@ -108,26 +116,43 @@ impl FleetIndex {
                 .or_default()
                 .insert(key.clone());
         }
-        for ns in namespaces {
-            self.by_namespace.entry(ns).or_default().insert(key.clone());
+        for ns in &namespaces {
+            self.by_namespace
+                .entry(ns.clone())
+                .or_default()
+                .insert(key.clone());
         }
-        self.apps.insert(key, objects);
+        self.apps.insert(
+            key,
+            Indexed {
+                objects,
+                namespaces,
+            },
+        );
     }
 
     /// Forgets an Application.
     pub fn remove(&mut self, namespace: &str, name: &str) {
         let key: AppKey = (namespace.to_string(), name.to_string());
-        if self.apps.remove(&key).is_none() {
+        let Some(indexed) = self.apps.remove(&key) else {
             return;
+        };
+        for o in &indexed.objects {
+            if let Some(apps) = self.by_object.get_mut(o) {
+                apps.remove(&key);
+                if apps.is_empty() {
+                    self.by_object.remove(o);
+                }
+            }
         }
-        self.by_object.retain(|_, apps| {
-            apps.remove(&key);
-            !apps.is_empty()
-        });
-        self.by_namespace.retain(|_, apps| {
-            apps.remove(&key);
-            !apps.is_empty()
-        });
+        for ns in &indexed.namespaces {
+            if let Some(apps) = self.by_namespace.get_mut(ns) {
+                apps.remove(&key);
+                if apps.is_empty() {
+                    self.by_namespace.remove(ns);
+                }
+            }
+        }
     }
 
     fn listing(&self, kind: Kind, ns: &str, name: &str) -> BTreeSet<AppKey> {
@@ -350,5 +375,10 @@ mod tests {
             .affected(Kind::Deployment, &meta("blog", "web"))
             .is_empty());
         assert_eq!(f.len(), 2);
+        f.remove("argocd", "shop");
+        f.remove("argocd", "db");
+        f.remove("argocd", "db");
+        assert!(f.is_empty());
+        assert!(f.by_object.is_empty() && f.by_namespace.is_empty());
     }
 }

@@ -6,14 +6,15 @@ use crate::cluster::argo::Application;
 use crate::cluster::Cluster;
 use crate::serving::decide::{self, Request};
 use crate::serving::expect::Expect;
+use crate::serving::index::{AppKey, FleetIndex};
 use crate::serving::model::{EndpointKey, Objects, Probes};
 use crate::serving::prober::{Probed, Prober, Via};
 use crate::serving::verdict::{Decision, LieWindow, Verdict};
 use crate::serving::watch::{AppFilter, Change, Kind, Scope, Stores, Watches};
 use k8s_openapi::jiff::Timestamp;
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -404,24 +405,46 @@ pub async fn run(cluster: &Cluster, opts: &Options) -> Result<Outcome, GateError
             }
         }
     }
+    // Per event, only the Applications it can affect are re-decided (FleetIndex routes it), and
+    // an answer goes to the Applications behind its endpoint: no per-event scan of the fleet.
+    let mut index = FleetIndex::new();
+    for app in &chosen {
+        index.upsert(app);
+    }
+    let decided: BTreeSet<AppKey> = pending
+        .values()
+        .map(|p| (p.request.namespace.clone(), p.request.name.clone()))
+        .collect();
+    let mut dirty: BTreeSet<String> = pending.keys().cloned().collect();
+    let mut by_endpoint: HashMap<EndpointKey, BTreeSet<String>> = HashMap::new();
+    let mut undecided = pending.len();
+    // The probe schedule changes only when the endpoints wanted change or time passes.
+    let mut reschedule = true;
+    let mut next_probe: Option<Instant> = None;
     loop {
         let now_i = Instant::now();
         let now = Timestamp::now();
-        let mut wanted: HashSet<EndpointKey> = HashSet::new();
-        for p in pending.values_mut().filter(|p| !p.done) {
+        for name in std::mem::take(&mut dirty) {
+            let Some(p) = pending.get_mut(&name).filter(|p| !p.done) else {
+                continue;
+            };
+            let Some(since) = p.dirty_since.take() else {
+                continue;
+            };
             let objects = objects_for(&watches.stores, &p.request.name, &p.namespaces);
             if let Some(app) = &objects.application {
                 // Resources can appear after the first listing (a sync in progress).
                 p.namespaces.extend(namespaces_of(app));
             }
-            p.endpoints = decide::endpoints(&objects)
+            let endpoints: Vec<EndpointKey> = decide::endpoints(&objects)
                 .into_iter()
                 .map(|e| e.key)
                 .collect();
-            wanted.extend(p.endpoints.iter().cloned());
-            let Some(since) = p.dirty_since.take() else {
-                continue;
-            };
+            if endpoints != p.endpoints {
+                rewire(&mut by_endpoint, &name, &p.endpoints, &endpoints);
+                p.endpoints = endpoints;
+                reschedule = true;
+            }
             evaluations += 1;
             let mut v = decide::decide(&p.request, &objects, &probes, now, &p.lie);
             let all_serving = !v.endpoints.is_empty() && v.endpoints.iter().all(|e| e.matched);
@@ -454,47 +477,61 @@ pub async fn run(cluster: &Cluster, opts: &Options) -> Result<Outcome, GateError
             p.last_unmet = unmet;
             if v.decision != Decision::Pending {
                 p.done = true;
+                undecided -= 1;
+                rewire(&mut by_endpoint, &name, &p.endpoints, &[]);
+                reschedule = true;
                 finals.push(ms);
             }
             p.verdict = Some(v);
         }
-        if pending.values().all(|p| p.done) {
+        if undecided == 0 {
             break;
         }
-        let keys: Vec<EndpointKey> = wanted.iter().cloned().collect();
-        prober.retain(&wanted);
-        prober.probe_due(&keys);
+        if reschedule {
+            let wanted: HashSet<EndpointKey> = by_endpoint.keys().cloned().collect();
+            let keys: Vec<EndpointKey> = wanted.iter().cloned().collect();
+            prober.retain(&wanted);
+            prober.probe_due(&keys);
+            next_probe = prober.next_due(&keys);
+            reschedule = false;
+        }
         // Sleep until the next event, answer, probe due or the deadline.
-        let next_probe = prober
-            .next_due(&keys)
-            .unwrap_or_else(|| Instant::now() + opts.probe_interval);
         let to_deadline =
             Duration::try_from(deadline.duration_since(Timestamp::now())).unwrap_or(Duration::ZERO);
-        let wake = next_probe.min(Instant::now() + to_deadline + Duration::from_millis(1));
+        let wake = next_probe
+            .unwrap_or_else(|| Instant::now() + opts.probe_interval)
+            .min(Instant::now() + to_deadline + Duration::from_millis(1));
         tokio::select! {
             Some(c) = changes.recv() => {
-                events += 1;
-                mark(&mut pending, &c);
                 // Take every event already queued: one decision for a burst.
-                while let Ok(c) = changes.try_recv() {
+                let mut next = Some(c);
+                while let Some(c) = next {
                     events += 1;
-                    mark(&mut pending, &c);
+                    for key in route(&mut index, &watches.stores, &c, &decided) {
+                        mark(&mut pending, &mut dirty, &key.1, c.at);
+                    }
+                    next = changes.try_recv().ok();
                 }
             }
             Some(a) = answers.recv() => {
-                mark_answer(&mut pending, &a);
-                probes.insert(a.key, a.answer);
-                while let Ok(a) = answers.try_recv() {
-                    mark_answer(&mut pending, &a);
+                let mut next = Some(a);
+                while let Some(a) = next {
+                    for name in by_endpoint.get(&a.key).into_iter().flatten() {
+                        mark(&mut pending, &mut dirty, name, a.arrived);
+                    }
                     probes.insert(a.key, a.answer);
+                    next = answers.try_recv().ok();
                 }
             }
             _ = tokio::time::sleep_until(wake.into()) => {
-                // A probe fell due, or the deadline: re-decide the undecided.
+                // A probe fell due, or the deadline: re-decide the undecided (once per wake,
+                // at most once per probe interval, not per event).
                 let t = Instant::now();
-                for p in pending.values_mut().filter(|p| !p.done) {
+                for (name, p) in pending.iter_mut().filter(|(_, p)| !p.done) {
                     p.dirty_since.get_or_insert(t);
+                    dirty.insert(name.clone());
                 }
+                reschedule = true;
             }
         }
     }
@@ -545,25 +582,71 @@ fn direct() -> Result<Via, GateError> {
         })
 }
 
-/// Which Applications an event can affect: the one it names, or those with resources in its
-/// namespace (a relist: all).
-fn mark(pending: &mut BTreeMap<String, Pending>, c: &Change) {
-    for p in pending.values_mut().filter(|p| !p.done) {
-        let hit = match c.kind {
-            Kind::Application => c.name == p.request.name,
-            _ => c.namespace.is_empty() || p.namespaces.contains(&c.namespace),
+/// The Applications an event can affect, keeping `index` current: an Application's event
+/// re-indexes it from the store (it is gone: forgotten); a relist of Applications re-indexes
+/// every one it had.
+fn route(
+    index: &mut FleetIndex,
+    stores: &Stores,
+    c: &Change,
+    decided: &BTreeSet<AppKey>,
+) -> BTreeSet<AppKey> {
+    if c.kind == Kind::Application {
+        let keys: BTreeSet<AppKey> = if c.name.is_empty() {
+            decided.clone()
+        } else {
+            let key = (c.namespace.clone(), c.name.clone());
+            if !decided.contains(&key) {
+                // Not one this run decides.
+                return BTreeSet::new();
+            }
+            BTreeSet::from([key])
         };
-        if hit {
-            p.dirty_since.get_or_insert(c.at);
+        for (ns, name) in &keys {
+            match stores.applications.get(&ObjectRef::new(name).within(ns)) {
+                Some(app) => index.upsert(&app),
+                None => index.remove(ns, name),
+            }
         }
+        // A deleted Application is still decided (its absence rejects it).
+        return keys;
+    }
+    index.affected(c.kind, &c.meta)
+}
+
+/// Marks one Application for a new decision, from the earliest input it has not seen.
+fn mark(
+    pending: &mut BTreeMap<String, Pending>,
+    dirty: &mut BTreeSet<String>,
+    name: &str,
+    at: Instant,
+) {
+    if let Some(p) = pending.get_mut(name).filter(|p| !p.done) {
+        p.dirty_since.get_or_insert(at);
+        dirty.insert(name.to_string());
     }
 }
 
-fn mark_answer(pending: &mut BTreeMap<String, Pending>, a: &Probed) {
-    for p in pending.values_mut().filter(|p| !p.done) {
-        if p.endpoints.contains(&a.key) {
-            p.dirty_since.get_or_insert(a.arrived);
+/// Moves `name` from the Applications behind its old endpoints to those behind its new ones.
+fn rewire(
+    by_endpoint: &mut HashMap<EndpointKey, BTreeSet<String>>,
+    name: &str,
+    old: &[EndpointKey],
+    new: &[EndpointKey],
+) {
+    for k in old {
+        if let Some(names) = by_endpoint.get_mut(k) {
+            names.remove(name);
+            if names.is_empty() {
+                by_endpoint.remove(k);
+            }
         }
+    }
+    for k in new {
+        by_endpoint
+            .entry(k.clone())
+            .or_default()
+            .insert(name.to_string());
     }
 }
 
@@ -620,5 +703,125 @@ mod tests {
         assert!(s(Some("3b18e51"), None)
             .unwrap_err()
             .contains("found no full SHA"));
+    }
+
+    fn stores_with(apps: &[Application]) -> Stores {
+        use kube::runtime::{reflector, watcher};
+        let (applications, mut writer) = reflector::store();
+        for a in apps {
+            writer.apply_watcher_event(&watcher::Event::Apply(a.clone()));
+        }
+        Stores {
+            applications,
+            deployments: reflector::store().0,
+            replica_sets: reflector::store().0,
+            stateful_sets: reflector::store().0,
+            daemon_sets: reflector::store().0,
+            pods: reflector::store().0,
+            services: reflector::store().0,
+            endpoint_slices: reflector::store().0,
+        }
+    }
+
+    fn managed(name: &str) -> Application {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "argocd"},
+            "spec": {"project": "p", "source": {"repoURL": "git://x"},
+                     "destination": {"namespace": name}},
+            "status": {"resources": [{"group": "apps", "kind": "Deployment",
+                                      "namespace": name, "name": "web"}]},
+        }))
+        .unwrap()
+    }
+
+    fn change(kind: Kind, ns: &str, name: &str, owner: Option<(&str, &str)>) -> Change {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+        Change {
+            kind,
+            namespace: ns.into(),
+            name: name.into(),
+            meta: ObjectMeta {
+                namespace: Some(ns.into()),
+                name: Some(name.into()),
+                owner_references: owner.map(|(k, n)| {
+                    vec![OwnerReference {
+                        kind: k.into(),
+                        name: n.into(),
+                        ..Default::default()
+                    }]
+                }),
+                ..Default::default()
+            },
+            at: Instant::now(),
+        }
+    }
+
+    fn key(name: &str) -> AppKey {
+        ("argocd".into(), name.into())
+    }
+
+    /// An event reaches only the Applications it can affect; an Application's own event
+    /// re-indexes it from the store, and a deleted one is still decided but no longer routed to.
+    #[test]
+    fn events_are_routed_to_their_applications_only() {
+        let (shop, blog) = (managed("shop"), managed("blog"));
+        let decided = BTreeSet::from([key("shop"), key("blog")]);
+        let mut index = FleetIndex::new();
+        index.upsert(&shop);
+        index.upsert(&blog);
+        let stores = stores_with(std::slice::from_ref(&blog));
+        let pod = change(
+            Kind::Pod,
+            "shop",
+            "web-5d8f-x",
+            Some(("ReplicaSet", "web-5d8f")),
+        );
+        assert_eq!(
+            route(&mut index, &stores, &pod, &decided),
+            BTreeSet::from([key("shop")])
+        );
+        let other = change(Kind::Application, "argocd", "other", None);
+        assert!(route(&mut index, &stores, &other, &decided).is_empty());
+        // "shop" is not in the store: deleted. Its event still marks it (its absence rejects).
+        let gone = change(Kind::Application, "argocd", "shop", None);
+        assert_eq!(
+            route(&mut index, &stores, &gone, &decided),
+            BTreeSet::from([key("shop")])
+        );
+        assert!(route(&mut index, &stores, &pod, &decided).is_empty());
+        let deployment = change(Kind::Deployment, "blog", "web", None);
+        assert_eq!(
+            route(&mut index, &stores, &deployment, &decided),
+            BTreeSet::from([key("blog")])
+        );
+        // A relist of Applications marks every decided one.
+        let relist = change(Kind::Application, "", "", None);
+        assert_eq!(route(&mut index, &stores, &relist, &decided), decided);
+    }
+
+    #[test]
+    fn rewire_moves_an_application_between_endpoints_and_forgets_empty_ones() {
+        let ep = |ip: &str| EndpointKey {
+            namespace: "shop".into(),
+            service: "web".into(),
+            ip: ip.into(),
+            port: 80,
+            pod: None,
+        };
+        let mut by: HashMap<EndpointKey, BTreeSet<String>> = HashMap::new();
+        rewire(&mut by, "shop", &[], &[ep("10.0.0.1"), ep("10.0.0.2")]);
+        rewire(&mut by, "blog", &[], &[ep("10.0.0.2")]);
+        rewire(
+            &mut by,
+            "shop",
+            &[ep("10.0.0.1"), ep("10.0.0.2")],
+            &[ep("10.0.0.3")],
+        );
+        assert!(!by.contains_key(&ep("10.0.0.1")));
+        assert_eq!(by[&ep("10.0.0.2")], BTreeSet::from(["blog".to_string()]));
+        assert_eq!(by[&ep("10.0.0.3")], BTreeSet::from(["shop".to_string()]));
+        rewire(&mut by, "blog", &[ep("10.0.0.2")], &[]);
+        rewire(&mut by, "shop", &[ep("10.0.0.3")], &[]);
+        assert!(by.is_empty());
     }
 }

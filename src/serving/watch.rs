@@ -11,6 +11,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::utils::ResetTimerBackoff;
 use kube::runtime::{watcher, WatchStreamExt};
@@ -39,6 +40,11 @@ pub struct Change {
     pub kind: Kind,
     pub namespace: String,
     pub name: String,
+    /// The object's labels and owner references too (what [`FleetIndex`] routes on); empty
+    /// after a relist.
+    ///
+    /// [`FleetIndex`]: crate::serving::index::FleetIndex
+    pub meta: ObjectMeta,
     /// When the event arrived (decision latency is measured from here).
     pub at: Instant,
 }
@@ -128,16 +134,19 @@ where
         let mut stream = std::pin::pin!(stream);
         while let Some(item) = stream.next().await {
             let at = Instant::now();
-            let (namespace, name) = match &item {
+            let meta = match &item {
                 Ok(watcher::Event::Apply(o))
                 | Ok(watcher::Event::Delete(o))
-                | Ok(watcher::Event::InitApply(o)) => (
-                    o.meta().namespace.clone().unwrap_or_default(),
-                    o.meta().name.clone().unwrap_or_default(),
-                ),
+                | Ok(watcher::Event::InitApply(o)) => ObjectMeta {
+                    namespace: o.meta().namespace.clone(),
+                    name: o.meta().name.clone(),
+                    labels: o.meta().labels.clone(),
+                    owner_references: o.meta().owner_references.clone(),
+                    ..Default::default()
+                },
                 Ok(watcher::Event::Init) => continue,
                 // The store is complete again: everything may have changed.
-                Ok(watcher::Event::InitDone) => (String::new(), String::new()),
+                Ok(watcher::Event::InitDone) => ObjectMeta::default(),
                 Err(e) => {
                     *last_error.lock().unwrap() = Some(WatchError {
                         kind,
@@ -150,8 +159,9 @@ where
             if tx
                 .send(Change {
                     kind,
-                    namespace,
-                    name,
+                    namespace: meta.namespace.clone().unwrap_or_default(),
+                    name: meta.name.clone().unwrap_or_default(),
+                    meta,
                     at,
                 })
                 .is_err()
