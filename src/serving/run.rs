@@ -524,12 +524,14 @@ pub async fn run(cluster: &Cluster, opts: &Options) -> Result<Outcome, GateError
                 }
             }
             _ = tokio::time::sleep_until(wake.into()) => {
-                // A probe fell due, or the deadline: re-decide the undecided (once per wake,
-                // at most once per probe interval, not per event).
-                let t = Instant::now();
-                for (name, p) in pending.iter_mut().filter(|(_, p)| !p.done) {
-                    p.dirty_since.get_or_insert(t);
-                    dirty.insert(name.clone());
+                // A probe fell due (its answer will mark the Applications behind it), or the
+                // deadline passed: then every undecided Application is decided once more.
+                if Timestamp::now() >= deadline {
+                    let t = Instant::now();
+                    for (name, p) in pending.iter_mut().filter(|(_, p)| !p.done) {
+                        p.dirty_since.get_or_insert(t);
+                        dirty.insert(name.clone());
+                    }
                 }
                 reschedule = true;
             }
