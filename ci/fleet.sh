@@ -36,7 +36,9 @@ out="$(mktemp)"
   echo
   echo "Measured by \`bash ci/fleet.sh\` on the hermetic cluster (Kubernetes $(sed -n 's/^K8S_VERSION=//p' ci/hermetic/versions.env), Argo CD $(sed -n 's/^ARGOCD_VERSION=//p' ci/hermetic/versions.env), 2 cores) on $(date -u +%Y-%m-%d):"
   echo "N Applications released to one new commit at once, gated in one \`cnpe-lab gate --selector\` run."
-  echo "Watch streams are one reflector per kind; API requests exclude the probes."
+  echo "Watch streams are one reflector per kind; API requests exclude the probes. Decision latency is"
+  echo "counted from the earliest input (watch event or probe answer) a decision had not seen; the"
+  echo "deciding decision is the one that approved or rejected an Application."
   echo
   cat "$out"
 } >docs/fleet.md

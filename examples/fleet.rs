@@ -150,14 +150,33 @@ async fn measure(lab: &Config, n: usize) -> anyhow::Result<String> {
     let (v, kib, _) = tokio::task::spawn_blocking(move || gate(&sha, 2, 300)).await??;
     let to_last = released.elapsed().as_secs_f64();
     let run = &v["run"];
+    // The deciding decision of each Application (the one that approved or rejected it).
+    let mut finals: Vec<f64> = run["final_decision_latency_ms"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|x| x.as_f64())
+        .collect();
+    finals.sort_by(f64::total_cmp);
+    let at = |p: f64| {
+        finals
+            .get(((finals.len() as f64 - 1.0) * p).round() as usize)
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
     let row = format!(
-        "| {n} | {} | {} | {} | {} | {:.1} / {:.1} | {:.1} | {to_last:.1} |",
+        "| {n} | {} | {} | {} | {} | {} / {} | {:.1} / {:.1} / {:.1} | {:.1} / {:.1} | {:.1} | {to_last:.1} |",
         run["watch_streams"],
         run["watch_requests"],
         run["api_requests"],
         run["probes"],
+        run["watch_events"],
+        run["evaluations"],
         run["decision_latency_ms_p50"].as_f64().unwrap_or(f64::NAN),
         run["decision_latency_ms_p99"].as_f64().unwrap_or(f64::NAN),
+        run["decision_latency_ms_max"].as_f64().unwrap_or(f64::NAN),
+        at(0.5),
+        at(0.99),
         kib as f64 / 1024.0,
     );
     tear_down(lab, work.path(), n).await?;
@@ -174,9 +193,9 @@ async fn main() -> anyhow::Result<()> {
         .collect::<Result<_, _>>()?;
     let ns = if ns.is_empty() { vec![1, 10, 30] } else { ns };
     println!(
-        "| N | watch streams | watch requests | API requests (no probes) | probes | decision ms p50 / p99 | gate peak RSS MiB | release to last verdict s |"
+        "| N | watch streams | watch requests | API requests (no probes) | probes | watch events / decisions | every decision ms p50 / p99 / max | deciding decision ms p50 / p99 | gate peak RSS MiB | release to last verdict s |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for n in ns {
         println!("{}", measure(&lab, n).await?);
     }

@@ -416,6 +416,12 @@ pub async fn run(cluster: &Cluster, opts: &Options) -> Result<Outcome, GateError
         .map(|p| (p.request.namespace.clone(), p.request.name.clone()))
         .collect();
     let mut dirty: BTreeSet<String> = pending.keys().cloned().collect();
+    // The first decisions follow no event: their latency counts from here, not from before the
+    // watches' initial listing (which would count the listing as decision latency).
+    let listed_at = Instant::now();
+    for p in pending.values_mut() {
+        p.dirty_since = Some(listed_at);
+    }
     let mut by_endpoint: HashMap<EndpointKey, BTreeSet<String>> = HashMap::new();
     let mut undecided = pending.len();
     // The probe schedule changes only when the endpoints wanted change or time passes.
