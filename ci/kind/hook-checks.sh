@@ -5,10 +5,18 @@
 #      the sync operation Succeeded;
 #   2. the same release serving another page (Argo CD calls it Healthy): the hook fails and the
 #      operation Failed, the gate's log naming the endpoint's answer; then the revert: Succeeded;
-#   3. a gate Job for an Application that does not exist fails with a one-line reason.
+#   3. the lab's bad release (readiness on /not-ready: never Ready) with the hook: Argo CD waits
+#      for the Deployment's health before PostSync, the Deployment turns Degraded at its progress
+#      deadline, the operation Failed naming it, and the hook never runs; then the revert. The
+#      same release again, its ReplicaSet now in the Deployment's history: Kubernetes sets no
+#      progress deadline (kubernetes#106054), Argo CD waits for health with no end, and the gate
+#      run beside it rejects naming that; the script terminates the operation, then reverts;
+#   4. gate Jobs for an Application that does not exist and for an unreachable API server fail
+#      with a one-line reason.
 # RBAC (what the hook's account may and may not do) is ci/hook-rbac.sh. Needs KUBECONFIG, the
 # lab's CNPE_GITOPS_DIR (a working copy whose origin is the bare repository Argo CD reads) and
-# cnpe.local/cnpe-gate:0.1.0 in the nodes (build.sh gate; up.sh loads it). It adds commits to
+# cnpe.local/cnpe-gate:0.1.0 in the nodes (build.sh gate; up.sh loads it) and CNPE_LAB (default
+# target/debug/cnpe-lab) for the gate run beside case 3c. It adds commits to
 # that working copy (never rewrites them), lets the lab's AppProject create Jobs and turns the
 # Application's automated sync off.
 set -euo pipefail
@@ -23,14 +31,20 @@ fail() { echo "hook-checks: FAILED: $*" >&2; exit 1; }
 git_() { git -C "$CNPE_GITOPS_DIR" -c user.name=cnpe-hook-checks -c user.email=cnpe@hook.local "$@"; }
 field() { kubectl -n "$ARGO_NS" get application "$APP" -o jsonpath="$1"; }
 
-# release: push HEAD, point the Application at it with a sync operation, wait (deadline 240 s)
-# for that operation to end; sets PHASE, MESSAGE and JOB_LOG.
+# start_release: push HEAD and point the Application at it with a sync operation; sets SHA.
+start_release() {
+  git_ push -q origin HEAD:main
+  SHA="$(git_ rev-parse HEAD)"
+  kubectl -n "$ARGO_NS" patch application "$APP" --type merge -p \
+    "{\"spec\":{\"source\":{\"targetRevision\":\"$SHA\"}},\"operation\":{\"initiatedBy\":{\"username\":\"hook-checks\"},\"retry\":{\"limit\":1},\"sync\":{\"revision\":\"$SHA\"}}}" >/dev/null
+}
+
+# release: start_release, then wait (deadline 240 s) for that operation to end; sets PHASE,
+# MESSAGE, JOB_LOG, JOB, JOB_UID and TOOK.
 release() {
   local sha t0=$SECONDS
-  git_ push -q origin HEAD:main
-  sha="$(git_ rev-parse HEAD)"
-  kubectl -n "$ARGO_NS" patch application "$APP" --type merge -p \
-    "{\"spec\":{\"source\":{\"targetRevision\":\"$sha\"}},\"operation\":{\"initiatedBy\":{\"username\":\"hook-checks\"},\"retry\":{\"limit\":1},\"sync\":{\"revision\":\"$sha\"}}}" >/dev/null
+  start_release
+  sha="$SHA"
   while :; do
     # Empty while the Application has no operation state for this SHA yet.
     local now
@@ -43,7 +57,9 @@ release() {
   MESSAGE="$(field '{.status.operationState.message}')"
   JOB_LOG="$(kubectl -n "$NS" logs job/cnpe-gate 2>&1 || true)"
   JOB="$(kubectl -n "$NS" get job cnpe-gate -o jsonpath='start {.status.startTime}, completion {.status.completionTime}, succeeded {.status.succeeded}, failed {.status.failed}' 2>&1 || true)"
-  echo "sync to ${sha:0:12}: operation $PHASE, message: $MESSAGE; hook Job: $JOB; after $((SECONDS - t0)) s" >&2
+  JOB_UID="$(kubectl -n "$NS" get job cnpe-gate -o jsonpath='{.metadata.uid}' 2>/dev/null || true)"
+  TOOK=$((SECONDS - t0))
+  echo "sync to ${sha:0:12}: operation $PHASE, message: $MESSAGE; hook Job: $JOB; after $TOOK s" >&2
 }
 
 say "the hook's account, the AppProject's permission to create it, syncs driven by this script"
@@ -82,7 +98,69 @@ git_ revert --no-edit HEAD >/dev/null
 release
 [[ $PHASE == Succeeded ]] || fail "the revert: operation $PHASE ($MESSAGE); gate log: $JOB_LOG"
 
-say "3. an Application that does not exist: the gate Job fails with one line"
+say "3. the lab's bad release (readiness never passes), new pod template: the operation Failed before PostSync, the hook never ran"
+bad_sha="$(cat "${CNPE_EVIDENCE_DIR:-$HOME/cnpe}/bad.sha")"
+git_ cat-file -e "$bad_sha^{commit}" || fail "the lab's bad release $bad_sha is not in $CNPE_GITOPS_DIR"
+hook_before="$JOB_UID"
+# An annotation on the pod template makes its ReplicaSet new (the lab's own bad ReplicaSet is
+# still in the Deployment's history: going back to it is case 3c).
+git_ show "$bad_sha:app/release.json" | python3 -c '
+import json, sys
+release = json.load(sys.stdin)
+for o in release["items"]:
+    if o["kind"] == "Deployment":
+        o["spec"]["template"]["metadata"].setdefault("annotations", {})["cnpe.dev/hook-check"] = sys.argv[1]
+json.dump(release, sys.stdout, indent=2)
+print()' "$(git_ rev-parse HEAD)" >"$CNPE_GITOPS_DIR/app/release.json"
+git_ commit -qam "hook-checks: the lab's bad release (readiness on /not-ready) with the hook, as a new pod template"
+release
+deploy_msg="$(field '{.status.operationState.syncResult.resources[?(@.kind=="Deployment")].message}')"
+echo "the Deployment's result in the operation: $deploy_msg" >&2
+[[ $PHASE == Failed ]] || fail "the lab's bad release with the hook: operation $PHASE ($MESSAGE)"
+[[ $deploy_msg == *"exceeded its progress deadline"* ]] \
+  || fail "the operation failed, but not on the Deployment's progress deadline: $deploy_msg"
+[[ $JOB_UID == "$hook_before" ]] || fail "a PostSync hook ran although the Deployment never got Healthy: $JOB"
+echo "outcome: operation Failed after $TOOK s; the hook Job is the previous sync's (Argo CD starts PostSync only on Healthy)" >&2
+
+say "3b. git revert of the bad release: Succeeded, the hook passes"
+git_ revert --no-edit HEAD >/dev/null
+release
+[[ $PHASE == Succeeded ]] || fail "the revert of the bad release: operation $PHASE ($MESSAGE); gate log: $JOB_LOG"
+
+say "3c. the same bad release again (its ReplicaSet exists: kubernetes#106054): Argo CD waits with no end; the gate beside it rejects, naming it"
+git_ revert --no-edit HEAD >/dev/null # the revert of the revert: the bad pod template again
+start_release
+t0=$SECONDS
+waiting=""
+until [[ $waiting == "$SHA Running waiting for healthy state of apps/Deployment/web" ]]; do
+  ((SECONDS - t0 < 120)) || fail "the sync to ${SHA:0:12} is not waiting for the Deployment's health after 120 s: ${waiting:-no operation}"
+  sleep 2
+  waiting="$(field '{.status.operationState.syncResult.revision} {.status.operationState.phase} {.status.operationState.message}')"
+done
+status=0
+verdict="$("${CNPE_LAB:-$ROOT/target/debug/cnpe-lab}" gate --app "$APP" --sha "$SHA" --expect-body "$BODY" --timeout 40 2>&1)" || status=$?
+[[ $status -eq 1 && $verdict == *REJECTED* && $verdict == *106054* ]] \
+  || fail "the gate beside the endless sync did not reject naming kubernetes#106054 (exit $status): $verdict"
+grep -E 'REJECTED|^  - (operation_phase|health_status)|106054' <<<"$verdict" | head -4 >&2
+waited="$(field '{.status.operationState.phase} {.status.operationState.message}')"
+echo "Argo CD after $((SECONDS - t0)) s: $waited, health $(field '{.status.health.status}')" >&2
+[[ $waited == "Running waiting for healthy state of apps/Deployment/web" ]] \
+  || fail "Argo CD ended the sync on its own ($waited): case 3c no longer shows kubernetes#106054"
+# What `argocd app terminate-op` does: the controller stops the operation.
+kubectl -n "$ARGO_NS" patch application "$APP" --type merge -p '{"status":{"operationState":{"phase":"Terminating"}}}' >/dev/null
+t1=$SECONDS
+until [[ $(field '{.status.operationState.phase}') == Failed ]]; do
+  ((SECONDS - t1 < 60)) || fail "the terminated operation did not end in 60 s: $(field '{.status.operationState.phase} {.status.operationState.message}')"
+  sleep 1
+done
+echo "terminated: $(field '{.status.operationState.message}')" >&2
+
+say "3d. git revert of it: Succeeded, the hook passes"
+git_ revert --no-edit HEAD >/dev/null
+release
+[[ $PHASE == Succeeded ]] || fail "the revert of the bad release: operation $PHASE ($MESSAGE); gate log: $JOB_LOG"
+
+say "4. an Application that does not exist: the gate Job fails with one line"
 kubectl -n "$NS" delete job cnpe-gate-noapp --ignore-not-found >/dev/null
 kubectl kustomize deploy/hook/ | sed -e 's/^\(  name:\) cnpe-gate$/\1 cnpe-gate-noapp/' -e 's/^\( *\)- cnpe-shop$/\1- cnpe-no-such-app/' \
   | kubectl apply -f - >/dev/null
@@ -92,4 +170,17 @@ noapp="$(kubectl -n "$NS" logs job/cnpe-gate-noapp 2>&1)"
 echo "$noapp" >&2
 [[ $(wc -l <<<"$noapp") -eq 1 && $noapp == *"does not exist"* ]] || fail "not a one-line reason: $noapp"
 kubectl -n "$NS" delete job cnpe-gate-noapp >/dev/null
+
+say "4b. an API server the gate cannot reach: the gate Job fails with one line, never approves"
+kubectl -n "$NS" delete job cnpe-gate-noapi --ignore-not-found >/dev/null
+# In-cluster configuration comes from these two variables: point them at a closed port.
+kubectl kustomize deploy/hook/ | sed -e 's/^\(  name:\) cnpe-gate$/\1 cnpe-gate-noapi/' \
+  -e 's/^\( *\)- name: CNPE_ARGOCD_NAMESPACE$/\1- name: KUBERNETES_SERVICE_HOST\n\1  value: 127.0.0.1\n\1- name: KUBERNETES_SERVICE_PORT\n\1  value: "9"\n&/' \
+  | kubectl apply -f - >/dev/null
+kubectl -n "$NS" wait --for=condition=Failed --timeout=180s job/cnpe-gate-noapi >/dev/null \
+  || fail "the gate Job with an unreachable API server did not fail"
+noapi="$(kubectl -n "$NS" logs job/cnpe-gate-noapi 2>&1)"
+echo "$noapi" >&2
+[[ $(wc -l <<<"$noapi") -eq 1 && $noapi != *APPROVED* ]] || fail "not a one-line reason: $noapi"
+kubectl -n "$NS" delete job cnpe-gate-noapi >/dev/null
 say "all hook checks passed"
