@@ -2,8 +2,10 @@
 //! the moment it announces the step, then run again to completion. Each trial uses its own
 //! tenant of the cluster (Application, AppProject and namespace `cnpe-kill`, a bare repository
 //! next to the lab's so the same git daemon serves it, its own directories), so the lab's
-//! evidence and the traps' state are never touched. Proves, every time: 12/12 after the
-//! resume, every record the killed run left is byte-identical afterwards (observations are
+//! evidence and the traps' state are never touched. A run that ends before the signal lands
+//! (the last steps take milliseconds, and on busy cores the run can finish before this process
+//! reads its line) did not reach the window: it is run again from a reset tenant, up to 3
+//! times. Proves, every time: 12/12 after the resume, every record the killed run left is byte-identical afterwards (observations are
 //! append-only: kept as a prefix), and the outage is measured from the recorded
 //! targetRevision change (so never shorter than the progress deadline).
 //!
@@ -327,12 +329,13 @@ async fn resume(t: &Tenant, concurrent: bool) -> Result<(bool, String, String), 
     Ok((status.success(), err.join("\n"), refusal))
 }
 
-async fn kill_and_resume(
-    t: &Tenant,
-    step: Step,
-    stale: Option<StaleLock>,
-) -> Result<String, String> {
-    // 1. Run until the step is announced, then SIGKILL at once.
+/// How many times a trial runs the lab again when the run ended before its SIGKILL landed.
+const KILL_ATTEMPTS: usize = 3;
+
+/// Runs `cnpe-lab run` until it announces `step`, then SIGKILLs it at once. Returns the seconds
+/// until the kill, or `None` when the run had already ended successfully (the last steps take
+/// milliseconds: on 2 busy cores the run can finish before this process reads its line).
+async fn run_and_kill(t: &Tenant, step: Step) -> Result<Option<f64>, String> {
     let begin = Reporter::begin_line(step.trial_name());
     let mut child = cnpe_lab(t, &["run"])
         .stdout(Stdio::null())
@@ -367,11 +370,39 @@ async fn kill_and_resume(
     }
     child.start_kill().map_err(|e| format!("SIGKILL: {e}"))?;
     let status = child.wait().await.map_err(|e| e.to_string())?;
-    let killed_after = started.elapsed().as_secs_f64();
     use std::os::unix::process::ExitStatusExt;
-    if status.signal() != Some(9) {
-        return Err(format!("the run was not killed by SIGKILL: {status}"));
+    match status.signal() {
+        Some(9) => Ok(Some(started.elapsed().as_secs_f64())),
+        _ if status.success() => Ok(None),
+        _ => Err(format!("the run was not killed by SIGKILL: {status}")),
     }
+}
+
+async fn kill_and_resume(
+    t: &Tenant,
+    step: Step,
+    stale: Option<StaleLock>,
+) -> Result<String, String> {
+    // 1. Run until the step is announced, then SIGKILL at once; a run that ended before the
+    // signal landed did not reach the window: the tenant is reset and the lab run again.
+    let mut attempt = 1;
+    let killed_after = loop {
+        match run_and_kill(t, step).await? {
+            Some(after) => break after,
+            None if attempt < KILL_ATTEMPTS => {
+                eprintln!(
+                    "  {step}: the run ended before its SIGKILL landed (attempt {attempt} of {KILL_ATTEMPTS}); again from a reset tenant"
+                );
+                reset(t).await?;
+                attempt += 1;
+            }
+            None => {
+                return Err(format!(
+                    "the run ended before its SIGKILL landed in {step}, {KILL_ATTEMPTS} times: the window was never reached"
+                ))
+            }
+        }
+    };
     let stale = stale.map(|s| s.leave(t)).transpose()?;
     let before = snapshot(&t.evidence);
 
@@ -446,8 +477,16 @@ async fn kill_and_resume(
     Ok(format!(
         "SIGKILL in {step} (after {killed_after:.1}s, {} files on disk): resumed 12/12 in {resumed_in:.1}s; \
          {identical} records byte-identical; outage detected {detection:.1}s and recovered {} after their recorded \
-         changes{refusal}{stale_note}",
+         changes{refusal}{stale_note}{}",
         before.len(),
         f(timeline["recovery_seconds"].as_f64()),
+        if attempt > 1 {
+            format!(
+                "; {} earlier run(s) ended before the SIGKILL landed",
+                attempt - 1
+            )
+        } else {
+            String::new()
+        },
     ))
 }
