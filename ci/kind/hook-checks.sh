@@ -62,6 +62,13 @@ release() {
   echo "sync to ${sha:0:12}: operation $PHASE, message: $MESSAGE; hook Job: $JOB; after $TOOK s" >&2
 }
 
+# revert_succeeds WHAT: git revert HEAD, release it; the operation (and so the hook) must succeed.
+revert_succeeds() {
+  git_ revert --no-edit HEAD >/dev/null
+  release
+  [[ $PHASE == Succeeded ]] || fail "$1: operation $PHASE ($MESSAGE); gate log: $JOB_LOG"
+}
+
 say "the hook's account, the AppProject's permission to create it, syncs driven by this script"
 kubectl apply -k deploy/ >/dev/null
 # Automated sync would start each sync before this script's operation, and Argo CD gives an
@@ -94,9 +101,7 @@ echo "the gate's rejection, from the hook's log:" >&2
 grep -E 'REJECTED|^  - endpoint_answers' <<<"$JOB_LOG" | head -3 >&2 || true
 
 say "2b. git revert of the wrong page: Succeeded again"
-git_ revert --no-edit HEAD >/dev/null
-release
-[[ $PHASE == Succeeded ]] || fail "the revert: operation $PHASE ($MESSAGE); gate log: $JOB_LOG"
+revert_succeeds "the revert"
 
 say "3. the lab's bad release (readiness never passes), new pod template: the operation Failed before PostSync, the hook never ran"
 bad_sha="$(cat "${CNPE_EVIDENCE_DIR:-$HOME/cnpe}/bad.sha")"
@@ -123,9 +128,7 @@ echo "the Deployment's result in the operation: $deploy_msg" >&2
 echo "outcome: operation Failed after $TOOK s; the hook Job is the previous sync's (Argo CD starts PostSync only on Healthy)" >&2
 
 say "3b. git revert of the bad release: Succeeded, the hook passes"
-git_ revert --no-edit HEAD >/dev/null
-release
-[[ $PHASE == Succeeded ]] || fail "the revert of the bad release: operation $PHASE ($MESSAGE); gate log: $JOB_LOG"
+revert_succeeds "the revert of the bad release"
 
 say "3c. the same bad release again (its ReplicaSet exists: kubernetes#106054): Argo CD waits with no end; the gate beside it rejects, naming it"
 git_ revert --no-edit HEAD >/dev/null # the revert of the revert: the bad pod template again
@@ -156,9 +159,7 @@ done
 echo "terminated: $(field '{.status.operationState.message}')" >&2
 
 say "3d. git revert of it: Succeeded, the hook passes"
-git_ revert --no-edit HEAD >/dev/null
-release
-[[ $PHASE == Succeeded ]] || fail "the revert of the bad release: operation $PHASE ($MESSAGE); gate log: $JOB_LOG"
+revert_succeeds "the revert of the bad release"
 
 say "4. an Application that does not exist: the gate Job fails with one line"
 kubectl -n "$NS" delete job cnpe-gate-noapp --ignore-not-found >/dev/null
