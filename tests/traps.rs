@@ -514,6 +514,25 @@ fn main() {
             report(&shared, name, outcome, t0.elapsed().as_secs_f64())
         }));
     }
+    // Off the cluster: the traps' peer assertions fail on records that are no trap.
+    {
+        let shared = shared.clone();
+        let name = "peer_checks_fail_on_records_that_are_no_trap";
+        trials.push(Trial::ignorable_test(name, move || {
+            let t0 = Instant::now();
+            let cases = peers::checks_of_the_checks();
+            let failed: Vec<String> = cases
+                .iter()
+                .filter_map(|(case, r)| r.as_ref().err().map(|e| format!("{case}: {e}")))
+                .collect();
+            let outcome = if failed.is_empty() {
+                Outcome::Passed(format!("{} cases, each as expected", cases.len()))
+            } else {
+                Outcome::Failed(failed.join("\n"))
+            };
+            report(&shared, name, outcome, t0.elapsed().as_secs_f64())
+        }));
+    }
     let conclusion = libtest_mimic::run(&args, trials);
     if let Some(f) = shared.fixture.lock().unwrap().as_mut() {
         // Whatever happened, leave the recovered release serving.

@@ -294,3 +294,152 @@ pub fn check_peers(peers: &[PeerResult], allowed_errors: &[(Peer, &str)]) -> Res
     }
     Ok(())
 }
+
+/// Checks of the checks, off the cluster: each case gives [`check_peers`] (or
+/// [`Verdict::of_command`]) a trap record that must fail it, and one that must pass, so a
+/// trap's peer assertions are seen to fail when the trap state is not what it claims.
+/// Returns each case's name and its result (Err: the check did not do what it says).
+pub fn checks_of_the_checks() -> Vec<(&'static str, Result<String, String>)> {
+    let t = Instant::now();
+    let r = |peer, verdict| PeerResult::new(peer, verdict, t, "");
+    let rejected_by_ours = || {
+        vec![
+            r(Peer::CnpeGate, Verdict::Rejected),
+            r(Peer::CnpeWait, Verdict::Rejected),
+        ]
+    };
+    let with = |extra: Vec<PeerResult>| {
+        let mut v = extra;
+        v.extend(rejected_by_ours());
+        v
+    };
+    let must_fail =
+        |peers: Vec<PeerResult>, allowed: &[(Peer, &str)], needle: &str| match check_peers(
+            &peers, allowed,
+        ) {
+            Ok(()) => Err(format!(
+                "check_peers passed a record it must fail ({needle})"
+            )),
+            Err(e) if e.contains(needle) => Ok(e),
+            Err(e) => Err(format!(
+                "check_peers failed for another reason than {needle:?}: {e}"
+            )),
+        };
+    let argo_not_pods = PeerResult::new(
+        Peer::ArgocdAppWait,
+        Verdict::NotRun,
+        t,
+        format!("{NOT_PODS} (--core port-forwards to its pods)"),
+    );
+    let mut cases = vec![
+        (
+            "a trap where no common check approved is no trap",
+            must_fail(
+                with(vec![
+                    r(Peer::SyncedHealthyRead, Verdict::Rejected),
+                    r(Peer::HttpBodyCheck, Verdict::Rejected),
+                ]),
+                &[],
+                "no common check approved",
+            ),
+        ),
+        (
+            "a trap where one of ours approved fails as a false approval",
+            must_fail(
+                vec![
+                    r(Peer::SyncedHealthyRead, Verdict::Approved),
+                    r(Peer::CnpeGate, Verdict::Rejected),
+                    r(Peer::CnpeWait, Verdict::Approved),
+                ],
+                &[],
+                "FALSE APPROVAL by CnpeWait",
+            ),
+        ),
+        (
+            "a peer that errored is not counted, it fails the trap",
+            must_fail(
+                with(vec![
+                    r(Peer::SyncedHealthyRead, Verdict::Approved),
+                    PeerResult::new(
+                        Peer::ArgocdAppWait,
+                        Verdict::Errored,
+                        t,
+                        r#"{"level":"fatal","msg":"configmap \"argocd-cm\" not found"}"#,
+                    ),
+                ]),
+                &[],
+                "did not run properly",
+            ),
+        ),
+        (
+            "argocd app wait not run where Argo CD runs as pods fails the trap",
+            must_fail(
+                with(vec![
+                    r(Peer::SyncedHealthyRead, Verdict::Approved),
+                    r(Peer::ArgocdAppWait, Verdict::NotRun),
+                ]),
+                &[],
+                "should run on this cluster but did not",
+            ),
+        ),
+        (
+            "an allowed error is allowed only for its own peer and subject",
+            must_fail(
+                with(vec![
+                    r(Peer::SyncedHealthyRead, Verdict::Approved),
+                    r(Peer::KubectlRolloutStatus, Verdict::Errored).on("statefulset/db"),
+                ]),
+                &[(Peer::KubectlRolloutStatus, "deploy/web")],
+                "did not run properly",
+            ),
+        ),
+    ];
+    let passing = with(vec![
+        r(Peer::SyncedHealthyRead, Verdict::Approved),
+        argo_not_pods,
+        r(Peer::KubectlRolloutStatus, Verdict::Errored).on("statefulset/db"),
+    ]);
+    cases.push((
+        "a real trap record passes (argocd not on pods, an allowed error)",
+        check_peers(&passing, &[(Peer::KubectlRolloutStatus, "statefulset/db")])
+            .map(|()| "passed".into()),
+    ));
+    // What argocd printed on kind before core mode got Argo CD's namespace: an error, which
+    // must not count as a rejection; a timeout is the peer's own "not yet", a rejection.
+    let fatal = r#"{"level":"fatal","msg":"configmap \"argocd-cm\" not found"}"#;
+    let judged = ["timed out", "Degraded", "degraded"];
+    for (name, code, out, want) in [
+        (
+            "argocd's fatal configuration error is Errored",
+            Some(20),
+            fatal,
+            Verdict::Errored,
+        ),
+        (
+            "a timed-out wait is Rejected",
+            Some(1),
+            "timed out (30s) waiting for app",
+            Verdict::Rejected,
+        ),
+        (
+            "a killed peer (no exit code) without a judgement is Errored",
+            None,
+            "no answer within 30s",
+            Verdict::Errored,
+        ),
+        ("exit 0 is Approved", Some(0), "", Verdict::Approved),
+    ] {
+        let got = Verdict::of_command(code, out, &judged);
+        cases.push((
+            name,
+            if got == want {
+                Ok(format!("{got:?}"))
+            } else {
+                Err(format!(
+                    "Verdict::of_command({code:?}, {out:?}) = {got:?}, want {want:?}"
+                ))
+            },
+        ));
+    }
+    cases
+}
