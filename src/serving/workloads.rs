@@ -149,6 +149,12 @@ impl Found {
         });
     }
 
+    /// An unmet condition and the likely cause that explains it.
+    fn fail(&mut self, condition: Condition, want: String, found: String, cause: String) {
+        self.unmet(condition, want, found);
+        self.cause(condition, cause);
+    }
+
     fn cause(&mut self, condition: Condition, text: String) {
         if !self.check.likely_causes.iter().any(|(_, t)| *t == text) {
             self.check.likely_causes.push((condition, text));
@@ -159,16 +165,15 @@ impl Found {
         let generation = meta.generation.unwrap_or(0);
         let observed = observed.unwrap_or(0);
         if observed < generation {
-            self.unmet(
+            self.fail(
                 Condition::WorkloadGeneration,
                 format!("observedGeneration >= generation {generation}"),
                 format!("observedGeneration {observed}"),
+                format!(
+                    "the controller has not yet observed the latest spec of {}: its status describes an older one",
+                    self.subject
+                ),
             );
-            let text = format!(
-                "the controller has not yet observed the latest spec of {}: its status describes an older one",
-                self.subject
-            );
-            self.cause(Condition::WorkloadGeneration, text);
         }
     }
 
@@ -182,16 +187,15 @@ impl Found {
             .map(|p| self.pod_desc(p))
             .collect();
         if !old.is_empty() {
-            self.unmet(
+            self.fail(
                 Condition::OldRevisionServing,
                 format!("no ready pod of a revision other than {newest}"),
                 format!("{} ready", list_pods(&old)),
+                format!(
+                    "{} still has ready pods of an older revision: old and new content are served side by side",
+                    self.subject
+                ),
             );
-            let text = format!(
-                "{} still has ready pods of an older revision: old and new content are served side by side",
-                self.subject
-            );
-            self.cause(Condition::OldRevisionServing, text);
         }
     }
 
@@ -252,16 +256,15 @@ pub fn check(workload: &WorkloadRef, objects: &Objects) -> WorkloadCheck {
         WorkloadKind::Pod => find(&objects.pods, ns, name).map(|p| bare_pod(&mut f, p)),
     };
     if exists.is_none() {
-        f.unmet(
+        f.fail(
             Condition::WorkloadExists,
             "it exists (listed in the Application's status.resources)".into(),
             "absent from the cluster".into(),
+            format!(
+                "{} is listed by the Application but absent: pruned, deleted by hand, or not created yet",
+                f.subject
+            ),
         );
-        let text = format!(
-            "{} is listed by the Application but absent: pruned, deleted by hand, or not created yet",
-            f.subject
-        );
-        f.cause(Condition::WorkloadExists, text);
     }
     f.check
 }
@@ -271,16 +274,15 @@ fn deployment(f: &mut Found, d: &k8s_openapi::api::apps::v1::Deployment, objects
     let st = d.status.clone().unwrap_or_default();
     f.generation(&d.metadata, st.observed_generation);
     if spec.and_then(|s| s.paused) == Some(true) {
-        f.unmet(
+        f.fail(
             Condition::WorkloadPaused,
             "spec.paused false".into(),
             "paused".into(),
+            format!(
+                "{} is paused (kubectl rollout pause): its rollout does not progress until resumed",
+                f.subject
+            ),
         );
-        let text = format!(
-            "{} is paused (kubectl rollout pause): its rollout does not progress until resumed",
-            f.subject
-        );
-        f.cause(Condition::WorkloadPaused, text);
     }
     let sets: Vec<&k8s_openapi::api::apps::v1::ReplicaSet> = objects
         .replica_sets
@@ -338,16 +340,15 @@ fn deployment(f: &mut Found, d: &k8s_openapi::api::apps::v1::Deployment, objects
     }
     f.check.pods.sort_by(|a, b| a.pod.cmp(&b.pod));
     let Some(newest) = newest else {
-        f.unmet(
+        f.fail(
             Condition::WorkloadRevision,
             "a ReplicaSet of its current template".into(),
             "no ReplicaSet owned by it".into(),
+            format!(
+                "{} has no ReplicaSet yet: the Deployment controller has not acted on it",
+                f.subject
+            ),
         );
-        let text = format!(
-            "{} has no ReplicaSet yet: the Deployment controller has not acted on it",
-            f.subject
-        );
-        f.cause(Condition::WorkloadRevision, text);
         f.old_ready(&newest_desc);
         return;
     };
@@ -418,16 +419,15 @@ fn stateful_set(f: &mut Found, s: &k8s_openapi::api::apps::v1::StatefulSet, obje
         st.updated_replicas.unwrap_or(0),
     );
     if ready != desired || total != desired {
-        f.unmet(
+        f.fail(
             Condition::WorkloadReplicas,
             format!("{desired} ready replicas"),
             format!("{ready} ready, {total} in total"),
+            format!(
+                "{} has not all its replicas ready: pods failing readiness, crash-looping or not scheduled",
+                f.subject
+            ),
         );
-        let text = format!(
-            "{} has not all its replicas ready: pods failing readiness, crash-looping or not scheduled",
-            f.subject
-        );
-        f.cause(Condition::WorkloadReplicas, text);
     }
     let rolled = match &update {
         None => false,
@@ -509,16 +509,15 @@ fn daemon_set(f: &mut Found, d: &k8s_openapi::api::apps::v1::DaemonSet, objects:
         st.number_ready,
     );
     if [u, a, r].iter().any(|n| *n != desired) {
-        f.unmet(
+        f.fail(
             Condition::WorkloadReplicas,
             format!("{desired} updated ready available pods (one per scheduled node)"),
             format!("{u} updated, {r} ready, {a} available"),
+            format!(
+                "{} has not finished rolling out on every node: new pods not ready or not scheduled",
+                f.subject
+            ),
         );
-        let text = format!(
-            "{} has not finished rolling out on every node: new pods not ready or not scheduled",
-            f.subject
-        );
-        f.cause(Condition::WorkloadReplicas, text);
     }
     let old: Vec<String> = f
         .check
@@ -534,16 +533,15 @@ fn daemon_set(f: &mut Found, d: &k8s_openapi::api::apps::v1::DaemonSet, objects:
         })
         .collect();
     if !old.is_empty() {
-        f.unmet(
+        f.fail(
             Condition::WorkloadRevision,
             format!("every pod of pod-template-generation {generation}"),
             list_pods(&old),
+            format!(
+                "{} still runs pods of an older template: the rolling update has not reached every node (or updateStrategy is OnDelete)",
+                f.subject
+            ),
         );
-        let text = format!(
-            "{} still runs pods of an older template: the rolling update has not reached every node (or updateStrategy is OnDelete)",
-            f.subject
-        );
-        f.cause(Condition::WorkloadRevision, text);
     }
     f.old_ready(&format!("generation {generation}"));
 }
@@ -559,16 +557,15 @@ fn bare_pod(f: &mut Found, p: &Pod) {
         .and_then(|s| s.restart_policy.as_deref())
         .unwrap_or("Always");
     if restart != "Always" {
-        f.unmet(
+        f.fail(
             Condition::WorkloadReplicas,
             "a long-running pod (restartPolicy Always)".into(),
             format!("restartPolicy {restart}: it runs to completion"),
+            format!(
+                "{} has restartPolicy {restart}: it exits when done, so it is not a serving release (use a Deployment)",
+                f.subject
+            ),
         );
-        let text = format!(
-            "{} has restartPolicy {restart}: it exits when done, so it is not a serving release (use a Deployment)",
-            f.subject
-        );
-        f.cause(Condition::WorkloadReplicas, text);
     }
     f.check.pods.push(PodRevision {
         pod: name_of(&p.metadata),
@@ -599,16 +596,15 @@ fn bare_pod(f: &mut Found, p: &Pod) {
                     )
                 },
             );
-        f.unmet(
+        f.fail(
             Condition::WorkloadReplicas,
             "Ready True".into(),
             format!("{phase}, {cond}"),
+            format!(
+                "{} is not ready: failing readiness probe, crash loop or image pull",
+                f.subject
+            ),
         );
-        let text = format!(
-            "{} is not ready: failing readiness probe, crash loop or image pull",
-            f.subject
-        );
-        f.cause(Condition::WorkloadReplicas, text);
     }
 }
 
