@@ -19,16 +19,20 @@ use tokio::task::JoinHandle;
 /// The longest pause between two attempts of a failing watch.
 pub const RETRY_CAP: Duration = Duration::from_secs(2);
 
-/// Exponential from 200 ms to [`RETRY_CAP`] with jitter: kube-runtime's own
-/// [`watcher::ExponentialBackoff`], configured through its public `From<ExponentialBuilder>`.
-fn capped_backoff() -> watcher::ExponentialBackoff {
-    backon::ExponentialBuilder::default()
+/// Exponential from 200 ms to [`RETRY_CAP`] with jitter, reset after a minute without errors:
+/// kube-runtime's own [`watcher::ExponentialBackoff`], configured through its public
+/// `From<ExponentialBuilder>`. Every watch of ours (the lab's waits, `cnpe-lab gate`) uses it:
+/// a transient API error (API server restart, network blip) is retried until the waiter's own
+/// deadline, and the waiter must see the server back within seconds, not kube's default 30 s.
+pub fn watch_backoff() -> ResetTimerBackoff<watcher::ExponentialBackoff> {
+    let b: watcher::ExponentialBackoff = backon::ExponentialBuilder::default()
         .with_min_delay(Duration::from_millis(200))
         .with_max_delay(RETRY_CAP)
         .with_factor(2.0)
         .with_jitter()
         .without_max_times()
-        .into()
+        .into();
+    ResetTimerBackoff::new(b, Duration::from_secs(60))
 }
 
 /// The newest watch error, kept so a wait that times out can name it.
@@ -73,12 +77,9 @@ where
         + 'static,
 {
     let (reader, writer) = reflector::store();
-    // Backoff: a transient API error (API server restart, network blip) is retried until the
-    // waiter's own deadline; the waiter reports the last error if it never recovers. Capped at
-    // RETRY_CAP, not kube's default 30 s: a wait must see the server back within seconds, and
-    // three watches retrying every 2 s cost nothing.
-    let backoff = ResetTimerBackoff::new(capped_backoff(), Duration::from_secs(60));
-    let stream = reflector::reflector(writer, watcher(api, cfg).backoff(backoff));
+    // The waiter reports the last error if the watch never recovers; three watches retrying
+    // every RETRY_CAP cost nothing.
+    let stream = reflector::reflector(writer, watcher(api, cfg).backoff(watch_backoff()));
     let task = tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(item) = stream.next().await {

@@ -6,6 +6,7 @@
 //! Applications).
 
 use crate::cluster::argo::Application;
+use crate::cluster::live::watch_backoff;
 use crate::cluster::Cluster;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
@@ -13,7 +14,6 @@ use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::utils::ResetTimerBackoff;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::Api;
 use std::sync::{Arc, Mutex};
@@ -99,19 +99,6 @@ impl Drop for Watches {
     }
 }
 
-/// Exponential from 200 ms to 2 s with jitter (kube-runtime's own backoff type): a gate must
-/// see the API server back within seconds.
-fn backoff() -> ResetTimerBackoff<watcher::ExponentialBackoff> {
-    let b: watcher::ExponentialBackoff = backon::ExponentialBuilder::default()
-        .with_min_delay(Duration::from_millis(200))
-        .with_max_delay(Duration::from_secs(2))
-        .with_factor(2.0)
-        .with_jitter()
-        .without_max_times()
-        .into();
-    ResetTimerBackoff::new(b, Duration::from_secs(60))
-}
-
 fn spawn<K>(
     kind: Kind,
     api: Api<K>,
@@ -129,7 +116,7 @@ where
         + 'static,
 {
     let (reader, writer) = reflector::store();
-    let stream = reflector::reflector(writer, watcher(api, cfg).backoff(backoff()));
+    let stream = reflector::reflector(writer, watcher(api, cfg).backoff(watch_backoff()));
     let task = tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(item) = stream.next().await {
