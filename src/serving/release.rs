@@ -3,10 +3,7 @@
 //! StatefulSet, with its own AppProject and Application. The lab's own manifests are
 //! [`crate::lab::manifests`] and do not change.
 
-use crate::cluster::argo::{
-    self, AppProject, AppProjectSpec, Application, ApplicationSpec, Automated, Destination,
-    GroupKind, Source, SyncPolicy,
-};
+use crate::cluster::argo::{self, AppProject, AppProjectSpec, Destination, GroupKind};
 use crate::config::Config;
 use crate::lab::manifests::{self as lab, ResourceList, NGINX_HTML_DIR};
 use k8s_openapi::api::apps::v1::{
@@ -261,39 +258,9 @@ pub fn project(cfg: &Config, kinds: &[(&str, &str)]) -> AppProject {
     }
 }
 
-/// The Application of such a release, pinned to `target_revision`, auto-synced.
-pub fn application(cfg: &Config, target_revision: &str) -> Application {
-    Application {
-        api_version: argo::API_VERSION.into(),
-        kind: "Application".into(),
-        metadata: ObjectMeta {
-            name: Some(cfg.application.clone()),
-            namespace: Some(cfg.argocd_namespace.clone()),
-            ..Default::default()
-        },
-        spec: ApplicationSpec {
-            project: cfg.project.clone(),
-            source: Source {
-                repo_url: cfg.repo_url.clone(),
-                path: Some(lab::APP_DIR.into()),
-                target_revision: Some(target_revision.into()),
-            },
-            sources: None,
-            destination: Destination {
-                server: Some(cfg.destination_server.clone()),
-                name: None,
-                namespace: Some(cfg.namespace.clone()),
-            },
-            sync_policy: Some(SyncPolicy {
-                automated: Some(Automated {
-                    prune: true,
-                    self_heal: true,
-                }),
-            }),
-        },
-        status: None,
-    }
-}
+/// The Application of such a release, pinned to `target_revision`, auto-synced: the lab's own
+/// (same repository layout, project and destination from `cfg`).
+pub use crate::lab::manifests::application;
 
 #[cfg(test)]
 mod tests {
