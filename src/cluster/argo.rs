@@ -22,6 +22,18 @@ pub fn refresh_patch(target_revision: Option<&str>) -> serde_json::Value {
     patch
 }
 
+/// A refresh request whose value differs from `current` (what the Application carries now):
+/// patching the same value again changes nothing on the server, so no watch event reaches Argo
+/// CD's controller; "hard" also makes the repo-server render the manifests again.
+pub fn changed_refresh_patch(current: Option<&str>) -> serde_json::Value {
+    let value = if current == Some("hard") {
+        "normal"
+    } else {
+        "hard"
+    };
+    serde_json::json!({"metadata": {"annotations": {REFRESH_ANNOTATION: value}}})
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AppProject {
@@ -265,6 +277,16 @@ argo_resource!(Application, "Application", "applications");
 argo_resource!(AppProject, "AppProject", "appprojects");
 
 impl Application {
+    /// The refresh Argo CD has been asked for and has not yet taken: its controller removes
+    /// the annotation when the reconciliation that took it ends.
+    pub fn pending_refresh(&self) -> Option<&str> {
+        self.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(REFRESH_ANNOTATION))
+            .map(String::as_str)
+    }
+
     /// Whether Argo CD's controller has evaluated this Application at least once: it sets
     /// `status.sync.status` on every evaluation, `Unknown` when a spec error stopped it.
     pub fn evaluated(&self) -> bool {
@@ -311,6 +333,23 @@ mod tests {
             "status": status,
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn a_refresh_request_is_pending_until_the_controller_removes_its_annotation() {
+        let mut a = app(serde_json::json!({}));
+        assert_eq!(a.pending_refresh(), None);
+        a.metadata.annotations =
+            Some([(REFRESH_ANNOTATION.to_string(), "normal".to_string())].into());
+        assert_eq!(a.pending_refresh(), Some("normal"));
+    }
+
+    #[test]
+    fn a_repeated_refresh_request_always_changes_the_annotation() {
+        let value = |p: serde_json::Value| p["metadata"]["annotations"][REFRESH_ANNOTATION].clone();
+        assert_eq!(value(changed_refresh_patch(None)), "hard");
+        assert_eq!(value(changed_refresh_patch(Some("normal"))), "hard");
+        assert_eq!(value(changed_refresh_patch(Some("hard"))), "normal");
     }
 
     #[test]

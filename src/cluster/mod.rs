@@ -216,12 +216,61 @@ impl Cluster {
     }
 
     /// Steps 4 and 6: change ONLY the Application's targetRevision and request a refresh.
+    ///
+    /// Then waits (a third of `CNPE_WAIT_SECONDS`) until Argo CD took the refresh request; if
+    /// it did not, asks again with a changed value and says so. Seen once in 54 kill trials
+    /// on the hermetic cluster: after the patch, Argo CD v3.5.2's controller did not reconcile
+    /// the Application for 56 s (no "Refreshing app status" in its log, the annotation left in
+    /// place), and a resumed run's identical patch changed nothing, so no event woke it.
     pub async fn set_target_revision(&self, revision: &str) -> Result<()> {
         self.patch_application(
             &argo::refresh_patch(Some(revision)),
             &format!("setting targetRevision to {revision}"),
         )
-        .await
+        .await?;
+        self.settle_refresh(self.cfg.wait_deadline / 3)
+            .await
+            .map(|_| ())
+    }
+
+    /// Waits up to `within` until Argo CD's controller took the pending refresh request (its
+    /// annotation removed); if it did not, requests it again with a changed annotation value,
+    /// so that the controller gets a watch event, and returns what it did. Does not wait for
+    /// the second request: the wait that follows names whatever is still unmet.
+    pub async fn settle_refresh(&self, within: Duration) -> Result<Option<String>> {
+        let name = self.cfg.application.clone();
+        let taken = tokio::time::timeout(
+            within,
+            await_condition(self.applications(), &name, |a: Option<&Application>| {
+                a.is_none_or(|a| a.pending_refresh().is_none())
+            }),
+        )
+        .await;
+        match taken {
+            Ok(r) => {
+                r.with_context(|| format!("watching Application {name}"))?;
+                Ok(None)
+            }
+            Err(_) => {
+                let current = self.application().await?;
+                let Some(pending) = current.as_ref().and_then(|a| a.pending_refresh()) else {
+                    return Ok(None);
+                };
+                let note = format!(
+                    "Argo CD had not taken the refresh request ({pending}) on Application {name} \
+                     {within:?} after it was made (is argocd-application-controller running and \
+                     keeping up?); requested it again with a changed value, so its controller \
+                     gets a new event"
+                );
+                self.patch_application(
+                    &argo::changed_refresh_patch(Some(pending)),
+                    "requesting the refresh again",
+                )
+                .await?;
+                eprintln!("cnpe-lab: {note}");
+                Ok(Some(note))
+            }
+        }
     }
 
     /// Asks Argo CD to compare again now (what `argocd app get --refresh` does): after a
@@ -286,7 +335,8 @@ impl Cluster {
             Ok(r) => {
                 r.with_context(|| format!("watching Application {name}"))?;
                 let note = format!(
-                    "Argo CD evaluated Application {name} before its cache held AppProject {}                      ({message:?}); one refresh request cleared it",
+                    "Argo CD evaluated Application {name} before its cache held AppProject {} \
+                 ({message:?}); one refresh request cleared it",
                     self.cfg.project
                 );
                 eprintln!("cnpe-lab: {note}");
