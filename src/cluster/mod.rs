@@ -308,7 +308,8 @@ impl Cluster {
         .await
         .map_err(|_| {
             anyhow!(
-                "Application {name}: Argo CD did not evaluate it within {deadline:?} (no status.sync.status):                  is argocd-application-controller running? `kubectl -n {} get pods`",
+                "Application {name}: Argo CD did not evaluate it within {deadline:?} (no status.sync.status): \
+                 is argocd-application-controller running? `kubectl -n {} get pods`",
                 self.cfg.argocd_namespace
             )
         })?
@@ -343,7 +344,9 @@ impl Cluster {
                 Ok(Some(note))
             }
             Err(_) => bail!(
-                "Application {name}: still {message:?} {deadline:?} after a refresh request, although                  AppProject {} exists: Argo CD's project cache is not following the cluster                  (argocd-application-controller's log; restart it to rebuild its cache)",
+                "Application {name}: still {message:?} {deadline:?} after a refresh request, although \
+                 AppProject {} exists: Argo CD's project cache is not following the cluster \
+                 (argocd-application-controller's log; restart it to rebuild its cache)",
                 self.cfg.project
             ),
         }
