@@ -216,12 +216,6 @@ impl Cluster {
     }
 
     /// Steps 4 and 6: change ONLY the Application's targetRevision and request a refresh.
-    ///
-    /// Then waits (a third of `CNPE_WAIT_SECONDS`) until Argo CD took the refresh request; if
-    /// it did not, asks again with a changed value and says so. Seen once in 54 kill trials
-    /// on the hermetic cluster: after the patch, Argo CD v3.5.2's controller did not reconcile
-    /// the Application for 56 s (no "Refreshing app status" in its log, the annotation left in
-    /// place), and a resumed run's identical patch changed nothing, so no event woke it.
     pub async fn set_target_revision(&self, revision: &str) -> Result<()> {
         self.patch_application(
             &argo::refresh_patch(Some(revision)),
@@ -237,6 +231,11 @@ impl Cluster {
     /// annotation removed); if it did not, requests it again with a changed annotation value,
     /// so that the controller gets a watch event, and returns what it did. Does not wait for
     /// the second request: the wait that follows names whatever is still unmet.
+    ///
+    /// Seen once in 54 kill trials on the hermetic cluster: after step 6 set targetRevision,
+    /// Argo CD v3.5.2's controller did not reconcile the Application for 56 s (no "Refreshing
+    /// app status" in its log, the annotation left in place), and the resumed run's identical
+    /// patch changed nothing on the server, so no event woke the controller; step 7 timed out.
     pub async fn settle_refresh(&self, within: Duration) -> Result<Option<String>> {
         let name = self.cfg.application.clone();
         let taken = tokio::time::timeout(

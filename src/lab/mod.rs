@@ -253,7 +253,11 @@ impl Lab {
         Ok(Some(ev))
     }
 
-    /// Points targetRevision at `sha`, first recording (write-once) when that change was made.
+    /// Points targetRevision at `sha`, first recording (write-once) when that change was made,
+    /// then makes sure Argo CD took the refresh request (a resumed run's patch is often
+    /// identical to the killed run's, which no watch event follows): see
+    /// [`Cluster::settle_refresh`]. Within a third of the wait deadline, so the step's own
+    /// wait still has the rest.
     async fn point_at(&mut self, role: &str, sha: &str, record: PathBuf) -> Result<()> {
         let change = RevisionChange {
             role: role.into(),
@@ -263,7 +267,11 @@ impl Lab {
         if !record.exists() {
             records::write_json(&record, &serde_json::to_value(&change)?)?;
         }
-        self.cluster.set_target_revision(sha).await
+        self.cluster.set_target_revision(sha).await?;
+        self.cluster
+            .settle_refresh(self.cfg.wait_deadline / 3)
+            .await
+            .map(|_| ())
     }
 
     fn revision_change(&self, path: &Path) -> Result<Option<RevisionChange>> {
