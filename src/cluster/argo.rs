@@ -277,6 +277,15 @@ argo_resource!(Application, "Application", "applications");
 argo_resource!(AppProject, "AppProject", "appprojects");
 
 impl Application {
+    /// Whether Argo CD's last comparison was of `sha` (status.sync.revision, or one of
+    /// status.sync.revisions for a multi-source Application).
+    pub fn compared(&self, sha: &str) -> bool {
+        let sync = self.status.as_ref().and_then(|s| s.sync.as_ref());
+        sync.is_some_and(|s| {
+            s.revision.as_deref() == Some(sha) || s.revisions.iter().flatten().any(|r| r == sha)
+        })
+    }
+
     /// The refresh Argo CD has been asked for and has not yet taken: its controller removes
     /// the annotation when the reconciliation that took it ends.
     pub fn pending_refresh(&self) -> Option<&str> {
@@ -342,6 +351,21 @@ mod tests {
         a.metadata.annotations =
             Some([(REFRESH_ANNOTATION.to_string(), "normal".to_string())].into());
         assert_eq!(a.pending_refresh(), Some("normal"));
+    }
+
+    #[test]
+    fn compared_only_when_the_last_comparison_was_of_that_revision() {
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        assert!(!app(serde_json::json!({})).compared(sha));
+        assert!(
+            !app(serde_json::json!({"sync": {"status": "Synced", "revision": "f00"}}))
+                .compared(sha)
+        );
+        assert!(
+            app(serde_json::json!({"sync": {"status": "OutOfSync", "revision": sha}}))
+                .compared(sha)
+        );
+        assert!(app(serde_json::json!({"sync": {"revisions": ["f00", sha]}})).compared(sha));
     }
 
     #[test]

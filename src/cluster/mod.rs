@@ -221,55 +221,55 @@ impl Cluster {
             &argo::refresh_patch(Some(revision)),
             &format!("setting targetRevision to {revision}"),
         )
-        .await?;
-        self.settle_refresh(self.cfg.wait_deadline / 3)
-            .await
-            .map(|_| ())
+        .await
     }
 
-    /// Waits up to `within` until Argo CD's controller took the pending refresh request (its
-    /// annotation removed); if it did not, requests it again with a changed annotation value,
-    /// so that the controller gets a watch event, and returns what it did. Does not wait for
-    /// the second request: the wait that follows names whatever is still unmet.
+    /// Waits up to `within` until Argo CD has compared `sha` (status.sync.revision); if it has
+    /// not, requests a refresh again with an annotation value that differs from what the
+    /// Application carries (a real change, so the controller gets a watch event), says so, and
+    /// returns what it did. Does not wait after that: the wait that follows names whatever is
+    /// still unmet.
     ///
     /// Seen once in 54 kill trials on the hermetic cluster: after step 6 set targetRevision,
     /// Argo CD v3.5.2's controller did not reconcile the Application for 56 s (no "Refreshing
-    /// app status" in its log, the annotation left in place), and the resumed run's identical
-    /// patch changed nothing on the server, so no event woke the controller; step 7 timed out.
-    pub async fn settle_refresh(&self, within: Duration) -> Result<Option<String>> {
+    /// app status" in its log), and the resumed run's identical patch changed nothing on the
+    /// server, so no event woke the controller; step 7 timed out at the old revision.
+    pub async fn settle_refresh(&self, sha: &str, within: Duration) -> Result<Option<String>> {
         let name = self.cfg.application.clone();
-        let taken = tokio::time::timeout(
+        let wanted = sha.to_string();
+        let compared = tokio::time::timeout(
             within,
-            await_condition(self.applications(), &name, |a: Option<&Application>| {
-                a.is_none_or(|a| a.pending_refresh().is_none())
-            }),
+            await_condition(
+                self.applications(),
+                &name,
+                move |a: Option<&Application>| a.is_none_or(|a| a.compared(&wanted)),
+            ),
         )
         .await;
-        match taken {
-            Ok(r) => {
-                r.with_context(|| format!("watching Application {name}"))?;
-                Ok(None)
-            }
-            Err(_) => {
-                let current = self.application().await?;
-                let Some(pending) = current.as_ref().and_then(|a| a.pending_refresh()) else {
-                    return Ok(None);
-                };
-                let note = format!(
-                    "Argo CD had not taken the refresh request ({pending}) on Application {name} \
-                     {within:?} after it was made (is argocd-application-controller running and \
-                     keeping up?); requested it again with a changed value, so its controller \
-                     gets a new event"
-                );
-                self.patch_application(
-                    &argo::changed_refresh_patch(Some(pending)),
-                    "requesting the refresh again",
-                )
-                .await?;
-                eprintln!("cnpe-lab: {note}");
-                Ok(Some(note))
-            }
+        if let Ok(r) = compared {
+            r.with_context(|| format!("watching Application {name}"))?;
+            return Ok(None);
         }
+        let current = self.application().await?;
+        let Some(app) = current.filter(|a| !a.compared(sha)) else {
+            return Ok(None);
+        };
+        let pending = app.pending_refresh();
+        let note = format!(
+            "Argo CD had not compared {} on Application {name} {within:?} after targetRevision \
+             was set (refresh request pending: {}; is argocd-application-controller running \
+             and keeping up?); requested a refresh again with a changed value, so its \
+             controller gets a new event",
+            &sha[..sha.len().min(7)],
+            pending.unwrap_or("none, it was taken"),
+        );
+        self.patch_application(
+            &argo::changed_refresh_patch(pending),
+            "requesting the refresh again",
+        )
+        .await?;
+        eprintln!("cnpe-lab: {note}");
+        Ok(Some(note))
     }
 
     /// Asks Argo CD to compare again now (what `argocd app get --refresh` does): after a

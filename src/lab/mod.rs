@@ -254,8 +254,8 @@ impl Lab {
     }
 
     /// Points targetRevision at `sha`, first recording (write-once) when that change was made,
-    /// then makes sure Argo CD took the refresh request (a resumed run's patch is often
-    /// identical to the killed run's, which no watch event follows): see
+    /// then makes sure Argo CD compared it (a resumed run's patch is often identical to the
+    /// killed run's, and no watch event follows an identical patch): see
     /// [`Cluster::settle_refresh`]. Within a third of the wait deadline, so the step's own
     /// wait still has the rest.
     async fn point_at(&mut self, role: &str, sha: &str, record: PathBuf) -> Result<()> {
@@ -269,7 +269,7 @@ impl Lab {
         }
         self.cluster.set_target_revision(sha).await?;
         self.cluster
-            .settle_refresh(self.cfg.wait_deadline / 3)
+            .settle_refresh(sha, self.cfg.wait_deadline / 3)
             .await
             .map(|_| ())
     }
