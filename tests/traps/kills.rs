@@ -474,10 +474,21 @@ async fn kill_and_resume(
         .filter(|r| kept(r) == Keeping::WriteOnce)
         .count();
     let f = |x: Option<f64>| x.map_or("n/a".into(), |s| format!("{s:.1}s"));
+    // What the resumed run had to mend in Argo CD on its way (its "cnpe-lab: " lines, e.g. a
+    // refresh requested again), so faults.json shows how often a remedy was needed.
+    let remedies: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("cnpe-lab: Argo CD"))
+        .collect();
+    let remedy_note = if remedies.is_empty() {
+        String::new()
+    } else {
+        format!("; the resumed run said: {}", remedies.join(" / "))
+    };
     Ok(format!(
         "SIGKILL in {step} (after {killed_after:.1}s, {} files on disk): resumed 12/12 in {resumed_in:.1}s; \
          {identical} records byte-identical; outage detected {detection:.1}s and recovered {} after their recorded \
-         changes{refusal}{stale_note}{}",
+         changes{refusal}{stale_note}{remedy_note}{}",
         before.len(),
         f(timeline["recovery_seconds"].as_f64()),
         if attempt > 1 {
