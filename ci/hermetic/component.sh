@@ -17,6 +17,7 @@ case $action in
   stop)
     if [[ -z $pid ]] || ! running "$pid"; then log "$name is not running"; exit 0; fi
     kill -TERM "$pid"
+    kill -CONT "$pid" 2>/dev/null || true   # a SIGSTOPped one takes the TERM only once continued
     deadline=$((SECONDS + 20))
     while running "$pid"; do
       if ((SECONDS > deadline)); then kill -KILL "$pid" 2>/dev/null || true; log "killed $name ($pid)"; fi

@@ -17,6 +17,7 @@ stop_pid() { # stop_pid NAME PID
   local deadline=$((SECONDS + 15))
   running "$p" || return 0
   kill -TERM "$p" 2>/dev/null || true
+  kill -CONT "$p" 2>/dev/null || true   # a SIGSTOPped one takes the TERM only once continued
   while [ $SECONDS -lt $deadline ]; do
     running "$p" || { log "stopped $n ($p)"; return 0; }
     sleep 0.25

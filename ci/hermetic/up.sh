@@ -34,7 +34,16 @@ fi
 [ "$(id -u)" = 0 ] || { echo "up.sh: must run as root" >&2; exit 1; }
 
 running() { kill -0 "$1" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
-pid_alive_all() { [ -s "$PIDFILE" ] || return 1; local n p; while read -r n p; do running "$p" || return 1; done < "$PIDFILE"; }
+# A component paused by SIGSTOP (a fault trial's hung API server whose test process was killed
+# before it could continue it) is alive but serves nothing: that cluster is not "already up".
+serving() { running "$1" && case "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" in T|t) false ;; esac; }
+pid_alive_all() {
+  [ -s "$PIDFILE" ] || return 1
+  local n p
+  while read -r n p; do
+    serving "$p" || { log "$n (pid $p) is not running or is stopped: restarting the cluster"; return 1; }
+  done < "$PIDFILE"
+}
 if pid_alive_all && KCTL get --raw /readyz >/dev/null 2>&1; then
   log "cluster already up (pids in $PIDFILE)"; echo "$KUBECONFIG_ADMIN"; exit 0
 fi
