@@ -257,11 +257,11 @@ impl Cluster {
         let pending = app.pending_refresh();
         let note = format!(
             "Argo CD had not compared {} on Application {name} {within:?} after targetRevision \
-             was set (refresh request pending: {}; is argocd-application-controller running \
-             and keeping up?); requested a refresh again with a changed value, so its \
-             controller gets a new event",
+             was set (refresh request pending: {}; {}); requested a refresh again with a \
+             changed value, so its controller gets a new event",
             &sha[..sha.len().min(7)],
             pending.unwrap_or("none, it was taken"),
+            self.controller_hint(),
         );
         self.patch_application(
             &argo::changed_refresh_patch(pending),
@@ -270,6 +270,17 @@ impl Cluster {
         .await?;
         eprintln!("cnpe-lab: {note}");
         Ok(Some(note))
+    }
+
+    /// Where to look when Argo CD's controller does not react: it runs in a pod on kind and the
+    /// lab VM, and as a host process on the hermetic cluster.
+    fn controller_hint(&self) -> String {
+        format!(
+            "is argocd-application-controller running and keeping up? In pods: `kubectl -n {} get \
+             pods`; on the hermetic cluster it is a host process (`bash ci/hermetic/up.sh` \
+             restarts a stopped component)",
+            self.cfg.argocd_namespace
+        )
     }
 
     /// Asks Argo CD to compare again now (what `argocd app get --refresh` does): after a
@@ -307,9 +318,8 @@ impl Cluster {
         .await
         .map_err(|_| {
             anyhow!(
-                "Application {name}: Argo CD did not evaluate it within {deadline:?} (no status.sync.status): \
-                 is argocd-application-controller running? `kubectl -n {} get pods`",
-                self.cfg.argocd_namespace
+                "Application {name}: Argo CD did not evaluate it within {deadline:?} (no status.sync.status): {}",
+                self.controller_hint()
             )
         })?
         .with_context(|| format!("watching Application {name}"))?;

@@ -257,8 +257,9 @@ impl Lab {
     /// then makes sure Argo CD compared it (a resumed run's patch is often identical to the
     /// killed run's, and no watch event follows an identical patch): see
     /// [`Cluster::settle_refresh`]. Within a third of the wait deadline, so the step's own
-    /// wait still has the rest.
-    async fn point_at(&mut self, role: &str, sha: &str, record: PathBuf) -> Result<()> {
+    /// wait still has the rest. Returns what it had to do beyond the patch, if anything, for
+    /// the step's line.
+    async fn point_at(&mut self, role: &str, sha: &str, record: PathBuf) -> Result<Option<String>> {
         let change = RevisionChange {
             role: role.into(),
             sha: sha.into(),
@@ -271,7 +272,6 @@ impl Lab {
         self.cluster
             .settle_refresh(sha, self.cfg.wait_deadline / 3)
             .await
-            .map(|_| ())
     }
 
     fn revision_change(&self, path: &Path) -> Result<Option<RevisionChange>> {

@@ -295,6 +295,10 @@ pub fn check_peers(peers: &[PeerResult], allowed_errors: &[(Peer, &str)]) -> Res
     Ok(())
 }
 
+/// What argocd printed on kind before core mode got Argo CD's namespace: an error, which must not
+/// count as a rejection.
+const ARGOCD_FATAL: &str = r#"{"level":"fatal","msg":"configmap \"argocd-cm\" not found"}"#;
+
 /// Checks of the checks, off the cluster: each case gives [`check_peers`] (or
 /// [`Verdict::of_command`]) a trap record that must fail it, and one that must pass, so a
 /// trap's peer assertions are seen to fail when the trap state is not what it claims.
@@ -360,12 +364,7 @@ pub fn checks_of_the_checks() -> Vec<(&'static str, Result<String, String>)> {
             must_fail(
                 with(vec![
                     r(Peer::SyncedHealthyRead, Verdict::Approved),
-                    PeerResult::new(
-                        Peer::ArgocdAppWait,
-                        Verdict::Errored,
-                        t,
-                        r#"{"level":"fatal","msg":"configmap \"argocd-cm\" not found"}"#,
-                    ),
+                    PeerResult::new(Peer::ArgocdAppWait, Verdict::Errored, t, ARGOCD_FATAL),
                 ]),
                 &[],
                 "did not run properly",
@@ -404,15 +403,13 @@ pub fn checks_of_the_checks() -> Vec<(&'static str, Result<String, String>)> {
         check_peers(&passing, &[(Peer::KubectlRolloutStatus, "statefulset/db")])
             .map(|()| "passed".into()),
     ));
-    // What argocd printed on kind before core mode got Argo CD's namespace: an error, which
-    // must not count as a rejection; a timeout is the peer's own "not yet", a rejection.
-    let fatal = r#"{"level":"fatal","msg":"configmap \"argocd-cm\" not found"}"#;
+    // A timeout is the peer's own "not yet", a rejection; ARGOCD_FATAL is an error.
     let judged = ["timed out", "Degraded", "degraded"];
     for (name, code, out, want) in [
         (
             "argocd's fatal configuration error is Errored",
             Some(20),
-            fatal,
+            ARGOCD_FATAL,
             Verdict::Errored,
         ),
         (

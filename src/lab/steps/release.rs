@@ -83,9 +83,11 @@ impl Lab {
         };
         if plan.point_at_bad {
             let bad = self.records.sha(Record::BadSha)?;
-            self.point_at("bad", &bad, self.records.path(Record::RevisionBad))
+            let settled = self
+                .point_at("bad", &bad, self.records.path(Record::RevisionBad))
                 .await?;
             summary.push_str("; targetRevision set and refresh requested");
+            summary.push_str(&settled_note(settled));
         }
         Ok(summary)
     }
@@ -129,16 +131,24 @@ impl Lab {
         }
         summary.push_str("; app/ tree equals the baseline's");
         if plan.point_at_revert {
-            self.point_at(
-                "recovered",
-                &rec,
-                self.records.path(Record::RevisionRecovered),
-            )
-            .await?;
+            let settled = self
+                .point_at(
+                    "recovered",
+                    &rec,
+                    self.records.path(Record::RevisionRecovered),
+                )
+                .await?;
             summary.push_str("; targetRevision set and refresh requested");
+            summary.push_str(&settled_note(settled));
         }
         Ok(summary)
     }
+}
+
+/// " (NOTE)" when the lab had to ask Argo CD again to compare the new revision, else nothing:
+/// the step's line in the evidence says how often that remedy was needed.
+fn settled_note(note: Option<String>) -> String {
+    note.map_or(String::new(), |n| format!(" ({n})"))
 }
 
 /// "; removed the stale lock file(s) ..." when [`GitOps::prepare`] removed any, else nothing.
