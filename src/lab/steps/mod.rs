@@ -6,3 +6,10 @@ mod grading;
 mod release;
 mod waits;
 mod wiring;
+
+/// " (NOTE)" when a step had to settle something in Argo CD (ask again to compare a revision,
+/// clear a stale project reference), else nothing: the step's line in the evidence says how
+/// often that remedy was needed.
+fn settled_note(note: Option<String>) -> String {
+    note.map_or(String::new(), |n| format!(" ({n})"))
+}

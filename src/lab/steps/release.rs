@@ -1,5 +1,6 @@
 //! Steps 1, 4 and 6: the Git side of the lab (commit, push, revert; history only grows).
 
+use super::settled_note;
 use crate::lab::git::{parse_sha, GitOps};
 use crate::lab::manifests::{self, to_file_bytes, RELEASE_PATH};
 use crate::lab::{history, Lab, BAD_MESSAGE};
@@ -143,12 +144,6 @@ impl Lab {
         }
         Ok(summary)
     }
-}
-
-/// " (NOTE)" when the lab had to ask Argo CD again to compare the new revision, else nothing:
-/// the step's line in the evidence says how often that remedy was needed.
-fn settled_note(note: Option<String>) -> String {
-    note.map_or(String::new(), |n| format!(" ({n})"))
 }
 
 /// "; removed the stale lock file(s) ..." when [`GitOps::prepare`] removed any, else nothing.

@@ -1,5 +1,6 @@
 //! Step 2 and its grading check: the least-privilege AppProject and the Application.
 
+use super::settled_note;
 use crate::lab::manifests::{self, to_file_bytes};
 use crate::lab::{ok_or_resumed, Lab};
 use crate::records::{self, Record};
@@ -51,7 +52,7 @@ impl Lab {
             } else {
                 "application left at its later revision"
             },
-            settled.map_or(String::new(), |note| format!(" ({note})"))
+            settled_note(settled)
         ))
     }
 
