@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Static checks of deploy/ (the gate's RBAC) and deploy/hook/ (its PostSync Job), rendered.
+"""Static checks of deploy/ (the gate's RBAC), rendered, and deploy/hook/job.yaml (its PostSync Job).
 
-Usage: check-deploy.py APP_NS ARGOCD_NS RBAC_YAML HOOK_YAML
-RBAC_YAML is `kubectl kustomize deploy/` (or an overlay of it), HOOK_YAML `kubectl kustomize
-deploy/hook/` (or its overlay). Why: a server-side dry run needs a cluster, and RBAC that grows a
+Usage: check-deploy.py APP_NS ARGOCD_NS RBAC_YAML [HOOK_YAML]
+RBAC_YAML is `kubectl kustomize deploy/` (or an overlay of it), HOOK_YAML deploy/hook/job.yaml
+(a plain manifest: kustomize refuses its generateName). Why: a server-side dry run needs a cluster, and RBAC that grows a
 verb or a resource is exactly what a review misses. Asserts the RBAC grants only get/list/watch on
 exactly what the gate watches, in the right namespaces, to ServiceAccount cnpe-gate only; and the
 Job's hook annotations, identity, image, arguments and securityContext. Prints one line per
@@ -71,12 +71,17 @@ def check_rbac(path, app_ns, argo_ns):
                   f"{path}: RoleBinding {ns}/{name} subjects {subjects} are not exactly {app_ns}/{SA}")
 
 
-def check_hook(path, app_ns, argo_ns):
+def check_hook(path, argo_ns):
     docs = load_all(path)
-    if not check([ident(d) for d in docs] == [("Job", app_ns, SA)],
-                 f"{path}: expected exactly Job {app_ns}/{SA}, got {[ident(d) for d in docs]}"):
+    # No name and no namespace: Argo CD names each sync's hook from generateName (a fixed name
+    # lets a stale cached Job of the previous sync decide, gitops-engine#446) and creates it in
+    # the Application's destination namespace.
+    if not check([ident(d) for d in docs] == [("Job", None, None)],
+                 f"{path}: expected exactly one Job with neither name nor namespace, got {[ident(d) for d in docs]}"):
         return
     job = docs[0]
+    check(dig(job, "metadata", "generateName") == f"{SA}-",
+          f"{path}: generateName {dig(job, 'metadata', 'generateName')!r} is not {SA}-")
     check(job.get("apiVersion") == "batch/v1", f"{path}: Job apiVersion {job.get('apiVersion')!r}")
     ann = dig(job, "metadata", "annotations") or {}
     check(ann.get("argocd.argoproj.io/hook") == "PostSync", f"{path}: not a PostSync hook: {ann}")
@@ -84,6 +89,10 @@ def check_hook(path, app_ns, argo_ns):
           f"{path}: hook-delete-policy is not BeforeHookCreation: {ann}")
     spec = job.get("spec") or {}
     check(spec.get("backoffLimit") == 0, f"{path}: backoffLimit {spec.get('backoffLimit')!r} is not 0")
+    ttl = spec.get("ttlSecondsAfterFinished")
+    # Unique names accumulate: the TTL removes them, after the verdict's log was there to read.
+    check(isinstance(ttl, int) and 3600 <= ttl <= 7 * 86400,
+          f"{path}: ttlSecondsAfterFinished {ttl!r} not in [3600, 604800]")
     ads = spec.get("activeDeadlineSeconds")
     # Longer than the gate's --timeout 120, so the gate, not the kubelet, says why.
     check(isinstance(ads, int) and 120 < ads <= 900, f"{path}: activeDeadlineSeconds {ads!r} not in (120, 900]")
@@ -121,13 +130,14 @@ def check_hook(path, app_ns, argo_ns):
 
 
 def main(argv):
-    if len(argv) != 5:
+    if len(argv) not in (4, 5):
         print(__doc__, file=sys.stderr)
         return 2
-    app_ns, argo_ns, rbac, hook = argv[1:]
+    app_ns, argo_ns, rbac = argv[1:4]
     check(app_ns != argo_ns, f"the Application's namespace must not be Argo CD's ({app_ns})")
     check_rbac(rbac, app_ns, argo_ns)
-    check_hook(hook, app_ns, argo_ns)
+    if len(argv) == 5:
+        check_hook(argv[4], argo_ns)
     for e in ERRORS:
         print(f"deploy: {e}")
     return 1 if ERRORS else 0

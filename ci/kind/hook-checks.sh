@@ -27,20 +27,63 @@ NS="${CNPE_NAMESPACE:-cnpe-shop}" ARGO_NS="${CNPE_ARGOCD_NAMESPACE:-argocd}"
 APP="${CNPE_APPLICATION:-cnpe-shop}" PROJECT="${CNPE_PROJECT:-cnpe-delivery}" BODY="${CNPE_BODY:-labhub-cnpe-v1}"
 T0=$SECONDS
 say() { printf '\n== hook-checks [%ds] %s\n' "$((SECONDS - T0))" "$*" >&2; }
-fail() { echo "hook-checks: FAILED: $*" >&2; exit 1; }
 git_() { git -C "$CNPE_GITOPS_DIR" -c user.name=cnpe-hook-checks -c user.email=cnpe@hook.local "$@"; }
 field() { kubectl -n "$ARGO_NS" get application "$APP" -o jsonpath="$1"; }
+# What the last operation did, one line per task (a hook shows its type and phase).
+TASKS='{range .status.operationState.syncResult.resources[*]}  {.kind}/{.name} {.hookType} {.syncPhase} {.status} {.hookPhase} {.message}{"\n"}{end}'
+# diagnose: what Argo CD saw and did during this script, for a failure; never fails itself.
+diagnose() {
+  local since="$((SECONDS - T0 + 30))s"
+  {
+    echo "--- the last operation: $(field '{.status.operationState.operation.sync}' 2>&1 || true)"
+    field "$TASKS" 2>&1 || true
+    echo "--- the Application's conditions"
+    field '{range .status.conditions[*]}  {.type}: {.message}{"\n"}{end}' 2>&1 || true
+    echo "--- the application controller's lines for $APP (last 40, cut at 300 characters)"
+    kubectl -n "$ARGO_NS" logs statefulset/argocd-application-controller --since="$since" 2>&1 \
+      | grep -F "application=$APP" | grep -vF 'level=debug' | cut -c1-300 | tail -40 || true
+    echo "--- the repo server's warnings and errors"
+    kubectl -n "$ARGO_NS" logs deployment/argocd-repo-server --since="$since" 2>&1 \
+      | grep -E 'level=(warning|error|fatal)' | cut -c1-300 | tail -20 || true
+  } >&2
+}
+fail() {
+  diagnose
+  echo "hook-checks: FAILED: $*" >&2
+  exit 1
+}
 
-# start_release: push HEAD and point the Application at it with a sync operation; sets SHA.
+# start_release: push HEAD and point the Application at it with a sync operation of exactly
+# these fields, once no other operation is pending, in one compare-and-set on the
+# resourceVersion (what `argocd app sync` does). A merge patch merged into a pending operation:
+# seen, an automated one that Argo CD started from a stale view of the Application after this
+# script had turned automation off (initiatedBy.automated, prune, the source of a release a
+# minute old) rode along with ours. An operation this script did not start is terminated after
+# 30 s, by name. Sets SHA.
 start_release() {
   git_ push -q origin HEAD:main
   SHA="$(git_ rev-parse HEAD)"
-  kubectl -n "$ARGO_NS" patch application "$APP" --type merge -p \
-    "{\"spec\":{\"source\":{\"targetRevision\":\"$SHA\"}},\"operation\":{\"initiatedBy\":{\"username\":\"hook-checks\"},\"retry\":{\"limit\":1},\"sync\":{\"revision\":\"$SHA\"}}}" >/dev/null
+  local t0=$SECONDS rv phase pending terminated="" op
+  op="{\"initiatedBy\":{\"username\":\"hook-checks\"},\"retry\":{\"limit\":1},\"sync\":{\"revision\":\"$SHA\"}}"
+  while :; do
+    IFS='|' read -r rv phase pending < <(field '{.metadata.resourceVersion}|{.status.operationState.phase}|{.operation}{"\n"}') || true
+    if [[ -z $pending && $phase != Running && $phase != Terminating ]]; then
+      kubectl -n "$ARGO_NS" patch application "$APP" --type json -p "[
+        {\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":\"$rv\"},
+        {\"op\":\"replace\",\"path\":\"/spec/source/targetRevision\",\"value\":\"$SHA\"},
+        {\"op\":\"add\",\"path\":\"/operation\",\"value\":$op}]" >/dev/null 2>&1 && return 0
+    elif ((SECONDS - t0 >= 30)) && [[ -z $terminated ]]; then
+      echo "hook-checks: terminating an operation this script did not start: phase $phase, $(field '{.status.operationState.operation.initiatedBy} sync to {.status.operationState.operation.sync.revision}')" >&2
+      kubectl -n "$ARGO_NS" patch application "$APP" --type merge -p '{"status":{"operationState":{"phase":"Terminating"}}}' >/dev/null
+      terminated=yes
+    fi
+    ((SECONDS - t0 < 120)) || fail "could not start the sync to ${SHA:0:12} in 120 s: operation ${pending:-none}, phase ${phase:-none}"
+    sleep 1
+  done
 }
 
 # release: start_release, then wait (deadline 240 s) for that operation to end; sets PHASE,
-# MESSAGE, JOB_LOG, JOB, JOB_UID and TOOK.
+# MESSAGE, HOOK (the operation's PostSync Job, empty if it ran none), JOB, JOB_LOG and TOOK.
 release() {
   local sha t0=$SECONDS
   start_release
@@ -48,19 +91,26 @@ release() {
   while :; do
     # Empty while the Application has no operation state for this SHA yet.
     local now
-    now="$(field '{.status.operationState.syncResult.revision} {.status.operationState.phase}')"
-    case $now in "$sha Succeeded" | "$sha Failed" | "$sha Error") break ;; esac
+    now="$(field '{.status.operationState.syncResult.revision} {.status.operationState.phase} {.status.operationState.operation.initiatedBy.username}')"
+    case $now in "$sha Succeeded hook-checks" | "$sha Failed hook-checks" | "$sha Error hook-checks") break ;; esac
     ((SECONDS - t0 < 240)) || fail "the sync to ${sha:0:12} did not end in 240 s (now: ${now:-no operation})"
     sleep 2
   done
   PHASE="$(field '{.status.operationState.phase}')"
   MESSAGE="$(field '{.status.operationState.message}')"
-  JOB_LOG="$(kubectl -n "$NS" logs job/cnpe-gate 2>&1 || true)"
-  JOB="$(kubectl -n "$NS" get job cnpe-gate -o jsonpath='start {.status.startTime}, completion {.status.completionTime}, succeeded {.status.succeeded}, failed {.status.failed}' 2>&1 || true)"
-  JOB_UID="$(kubectl -n "$NS" get job cnpe-gate -o jsonpath='{.metadata.uid}' 2>/dev/null || true)"
+  HOOK="$(field '{.status.operationState.syncResult.resources[?(@.hookType=="PostSync")].name}')"
+  JOB="none" JOB_LOG=""
+  if [[ -n $HOOK ]]; then
+    JOB="$HOOK: $(kubectl -n "$NS" get job "$HOOK" -o jsonpath='start {.status.startTime}, completion {.status.completionTime}, succeeded {.status.succeeded}, failed {.status.failed}' 2>&1 || true)"
+    JOB_LOG="$(kubectl -n "$NS" logs "job/$HOOK" 2>&1 || true)"
+  fi
   TOOK=$((SECONDS - t0))
-  echo "sync to ${sha:0:12}: operation $PHASE, message: $MESSAGE; hook Job: $JOB; after $TOOK s" >&2
+  echo "sync to ${sha:0:12}: operation $PHASE, message: $MESSAGE; hook Job $JOB; after $TOOK s; its tasks:" >&2
+  field "$TASKS" >&2 || true
 }
+
+# gate_jobs: the hook Jobs in the Application's namespace, one name per line.
+gate_jobs() { kubectl -n "$NS" get jobs -l app.kubernetes.io/name=cnpe-gate -o name; }
 
 # revert_succeeds WHAT: git revert HEAD, release it; the operation (and so the hook) must succeed.
 revert_succeeds() {
@@ -83,12 +133,13 @@ if [[ $kind_ok != batch ]]; then
 fi
 
 say "1. the recovered release with the hook: the hook Job succeeds, the operation Succeeded"
-kubectl kustomize deploy/hook/ | sed 's/^\( *\)- "120"$/\1- "45"/' >"$CNPE_GITOPS_DIR/app/hook.yaml"
+sed 's/^\( *\)- "120"$/\1- "45"/' deploy/hook/job.yaml >"$CNPE_GITOPS_DIR/app/hook.yaml"
 grep -F -- '- "45"' "$CNPE_GITOPS_DIR/app/hook.yaml" >/dev/null || fail "could not set the hook's --timeout 45"
 git_ add app/hook.yaml
 git_ commit -qm "hook-checks: the gate as a PostSync hook"
 release
-[[ $PHASE == Succeeded ]] || fail "the good release with the hook: operation $PHASE ($MESSAGE); gate log: $JOB_LOG"
+[[ $PHASE == Succeeded && -n $HOOK ]] || fail "the good release with the hook: operation $PHASE ($MESSAGE), hook Job ${HOOK:-none}; gate log: $JOB_LOG"
+[[ $JOB_LOG == *APPROVED* ]] || fail "the operation Succeeded, but the hook's log holds no approval: $JOB_LOG"
 
 say "2. the same release serving another page: the hook fails, the operation Failed"
 sed -i "s/$BODY/$BODY-wrong-page/g" "$CNPE_GITOPS_DIR/app/release.json"
@@ -106,7 +157,7 @@ revert_succeeds "the revert"
 say "3. the lab's bad release (readiness never passes), new pod template: the operation Failed before PostSync, the hook never ran"
 bad_sha="$(cat "${CNPE_EVIDENCE_DIR:-$HOME/cnpe}/bad.sha")"
 git_ cat-file -e "$bad_sha^{commit}" || fail "the lab's bad release $bad_sha is not in $CNPE_GITOPS_DIR"
-hook_before="$JOB_UID"
+jobs_before="$(gate_jobs)"
 # An annotation on the pod template makes its ReplicaSet new (the lab's own bad ReplicaSet is
 # still in the Deployment's history: going back to it is case 3c).
 git_ show "$bad_sha:app/release.json" | python3 -c '
@@ -124,8 +175,8 @@ echo "the Deployment's result in the operation: $deploy_msg" >&2
 [[ $PHASE == Failed ]] || fail "the lab's bad release with the hook: operation $PHASE ($MESSAGE)"
 [[ $deploy_msg == *"exceeded its progress deadline"* ]] \
   || fail "the operation failed, but not on the Deployment's progress deadline: $deploy_msg"
-[[ $JOB_UID == "$hook_before" ]] || fail "a PostSync hook ran although the Deployment never got Healthy: $JOB"
-echo "outcome: operation Failed after $TOOK s; the hook Job is the previous sync's (Argo CD starts PostSync only on Healthy)" >&2
+[[ -z $HOOK && $(gate_jobs) == "$jobs_before" ]] || fail "a PostSync hook ran although the Deployment never got Healthy: ${HOOK:-a new Job}"
+echo "outcome: operation Failed after $TOOK s; no hook Job was created (Argo CD starts PostSync only on Healthy)" >&2
 
 say "3b. git revert of the bad release: Succeeded, the hook passes"
 revert_succeeds "the revert of the bad release"
@@ -163,8 +214,8 @@ revert_succeeds "the revert of the bad release"
 
 say "4. an Application that does not exist: the gate Job fails with one line"
 kubectl -n "$NS" delete job cnpe-gate-noapp --ignore-not-found >/dev/null
-kubectl kustomize deploy/hook/ | sed -e 's/^\(  name:\) cnpe-gate$/\1 cnpe-gate-noapp/' -e 's/^\( *\)- cnpe-shop$/\1- cnpe-no-such-app/' \
-  | kubectl apply -f - >/dev/null
+sed -e 's/^\(  \)generateName: cnpe-gate-$/\1name: cnpe-gate-noapp/' -e 's/^\( *\)- cnpe-shop$/\1- cnpe-no-such-app/' deploy/hook/job.yaml \
+  | kubectl -n "$NS" apply -f - >/dev/null
 kubectl -n "$NS" wait --for=condition=Failed --timeout=180s job/cnpe-gate-noapp >/dev/null \
   || fail "the gate Job for a missing Application did not fail"
 noapp="$(kubectl -n "$NS" logs job/cnpe-gate-noapp 2>&1)"
@@ -175,9 +226,9 @@ kubectl -n "$NS" delete job cnpe-gate-noapp >/dev/null
 say "4b. an API server the gate cannot reach: the gate Job fails with one line, never approves"
 kubectl -n "$NS" delete job cnpe-gate-noapi --ignore-not-found >/dev/null
 # In-cluster configuration comes from these two variables: point them at a closed port.
-kubectl kustomize deploy/hook/ | sed -e 's/^\(  name:\) cnpe-gate$/\1 cnpe-gate-noapi/' \
-  -e 's/^\( *\)- name: CNPE_ARGOCD_NAMESPACE$/\1- name: KUBERNETES_SERVICE_HOST\n\1  value: 127.0.0.1\n\1- name: KUBERNETES_SERVICE_PORT\n\1  value: "9"\n&/' \
-  | kubectl apply -f - >/dev/null
+sed -e 's/^\(  \)generateName: cnpe-gate-$/\1name: cnpe-gate-noapi/' \
+  -e 's/^\( *\)- name: CNPE_ARGOCD_NAMESPACE$/\1- name: KUBERNETES_SERVICE_HOST\n\1  value: 127.0.0.1\n\1- name: KUBERNETES_SERVICE_PORT\n\1  value: "9"\n&/' deploy/hook/job.yaml \
+  | kubectl -n "$NS" apply -f - >/dev/null
 kubectl -n "$NS" wait --for=condition=Failed --timeout=180s job/cnpe-gate-noapi >/dev/null \
   || fail "the gate Job with an unreachable API server did not fail"
 noapi="$(kubectl -n "$NS" logs job/cnpe-gate-noapi 2>&1)"
