@@ -55,11 +55,11 @@ fail() {
 
 # start_release: push HEAD and point the Application at it with a sync operation of exactly
 # these fields, once no other operation is pending, in one compare-and-set on the
-# resourceVersion (what `argocd app sync` does). A merge patch merged into a pending operation:
-# seen, an automated one that Argo CD started from a stale view of the Application after this
-# script had turned automation off (initiatedBy.automated, prune, the source of a release a
-# minute old) rode along with ours. An operation this script did not start is terminated after
-# 30 s, by name. Sets SHA.
+# resourceVersion (what `argocd app sync` does). A merge patch merged into whatever operation
+# was pending: seen, with automation already off, an operation carrying initiatedBy.automated,
+# prune and the source of a release a minute older, all kept beside our fields (where Argo CD
+# got it from is not known). An operation this script did not start is terminated after 30 s,
+# by name. Sets SHA.
 start_release() {
   git_ push -q origin HEAD:main
   SHA="$(git_ rev-parse HEAD)"
