@@ -3,8 +3,8 @@
 
 Usage: check-deploy.py APP_NS ARGOCD_NS RBAC_YAML [HOOK_YAML]
 RBAC_YAML is `kubectl kustomize deploy/` (or an overlay of it), HOOK_YAML deploy/hook/job.yaml
-(a plain manifest: kustomize refuses its generateName). Why: a server-side dry run needs a cluster, and RBAC that grows a
-verb or a resource is exactly what a review misses. Asserts the RBAC grants only get/list/watch on
+(a plain manifest: kustomize refuses its generateName). Why: a server-side dry run needs a
+cluster, and RBAC that grows a verb or a resource is exactly what a review misses. Asserts the RBAC grants only get/list/watch on
 exactly what the gate watches, in the right namespaces, to ServiceAccount cnpe-gate only; and the
 Job's hook annotations, identity, image, arguments and securityContext. Prints one line per
 failed check; exits 1 if any failed.

@@ -53,6 +53,11 @@ fail() {
   exit 1
 }
 
+# terminate_operation: what `argocd app terminate-op` does; the controller stops the operation.
+terminate_operation() {
+  kubectl -n "$ARGO_NS" patch application "$APP" --type merge -p '{"status":{"operationState":{"phase":"Terminating"}}}' >/dev/null
+}
+
 # start_release: push HEAD and point the Application at it with a sync operation of exactly
 # these fields, once no other operation is pending, in one compare-and-set on the
 # resourceVersion (what `argocd app sync` does). A merge patch merged into whatever operation
@@ -74,7 +79,7 @@ start_release() {
         {\"op\":\"add\",\"path\":\"/operation\",\"value\":$op}]" >/dev/null 2>&1 && return 0
     elif ((SECONDS - t0 >= 30)) && [[ -z $terminated ]]; then
       echo "hook-checks: terminating an operation this script did not start: phase $phase, $(field '{.status.operationState.operation.initiatedBy} sync to {.status.operationState.operation.sync.revision}')" >&2
-      kubectl -n "$ARGO_NS" patch application "$APP" --type merge -p '{"status":{"operationState":{"phase":"Terminating"}}}' >/dev/null
+      terminate_operation
       terminated=yes
     fi
     ((SECONDS - t0 < 120)) || fail "could not start the sync to ${SHA:0:12} in 120 s: operation ${pending:-none}, phase ${phase:-none}"
@@ -200,8 +205,7 @@ waited="$(field '{.status.operationState.phase} {.status.operationState.message}
 echo "Argo CD after $((SECONDS - t0)) s: $waited, health $(field '{.status.health.status}')" >&2
 [[ $waited == "Running waiting for healthy state of apps/Deployment/web" ]] \
   || fail "Argo CD ended the sync on its own ($waited): case 3c no longer shows kubernetes#106054"
-# What `argocd app terminate-op` does: the controller stops the operation.
-kubectl -n "$ARGO_NS" patch application "$APP" --type merge -p '{"status":{"operationState":{"phase":"Terminating"}}}' >/dev/null
+terminate_operation
 t1=$SECONDS
 until [[ $(field '{.status.operationState.phase}') == Failed ]]; do
   ((SECONDS - t1 < 60)) || fail "the terminated operation did not end in 60 s: $(field '{.status.operationState.phase} {.status.operationState.message}')"
