@@ -209,10 +209,12 @@ pub enum Record {
     Junit,
     ReportSvg,
     Lock,
+    /// Which cluster the records belong to (`crate::lab::standing`).
+    Cluster,
 }
 
 impl Record {
-    pub const ALL: [Record; 21] = [
+    pub const ALL: [Record; 22] = [
         Record::BaselineSha,
         Record::BadSha,
         Record::RecoveredSha,
@@ -234,6 +236,7 @@ impl Record {
         Record::Junit,
         Record::ReportSvg,
         Record::Lock,
+        Record::Cluster,
     ];
 
     /// The file's name (for numbered files the first one's; for `JunitSuite` the prefix).
@@ -260,6 +263,7 @@ impl Record {
             Record::Junit => "junit.xml",
             Record::ReportSvg => "report.svg",
             Record::Lock => crate::lock::LOCK_FILE,
+            Record::Cluster => "cluster.json",
         }
     }
 

@@ -298,7 +298,7 @@ async fn run(command: Command, cfg: Config, lock: Option<LabLock>) -> Result<Exi
             runner.run_all(mode).await;
             runner.finish();
             let (passed, total) = runner.reporter.tally();
-            eprintln!("{passed} passed, {} failed", total - passed);
+            eprintln!("{}", runner.reporter.closing_line());
             Ok(if passed == total {
                 ExitCode::SUCCESS
             } else {

@@ -361,6 +361,19 @@ impl Cluster {
         }
     }
 
+    /// The `kube-system` namespace's UID: what tells one cluster from another (every new
+    /// cluster makes it afresh; restarting the same cluster keeps it).
+    pub async fn kube_system_uid(&self) -> Result<String> {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        let ns = api
+            .get("kube-system")
+            .await
+            .context("reading namespace kube-system (what identifies the cluster)")?;
+        ns.metadata
+            .uid
+            .ok_or_else(|| anyhow!("namespace kube-system has no metadata.uid"))
+    }
+
     pub async fn application(&self) -> Result<Option<Application>> {
         self.applications()
             .get_opt(&self.cfg.application)

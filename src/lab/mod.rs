@@ -12,6 +12,8 @@ pub mod launcher;
 pub mod manifests;
 pub mod resume;
 pub mod runner;
+pub mod set_aside;
+pub mod standing;
 pub mod step;
 
 use crate::cluster::live::LiveWatch;
@@ -85,7 +87,7 @@ fn keep_observation(path: &Path, ev: &Evidence) {
     }
 }
 
-fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 

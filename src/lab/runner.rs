@@ -1,12 +1,16 @@
 //! The one runner, used by `cnpe-lab run` / `verify` and by `cargo test --test lab`, and the
 //! run's only record keeper: it times each step once, keeps the timeline and hands each result
-//! to the one [`Reporter`]. Policy: steps run in order; when an action fails, later actions are
-//! skipped (they build on it); grading checks always run, each on its own.
+//! to the one [`Reporter`]. Policy: steps run in order; when an action fails, every later step
+//! is not run (the actions build on it, and the grading checks would only list what it left
+//! undone), so the one real failure leads the output. `verify` has no actions: its grading checks
+//! always run, each on its own. Before the first action the runner asks whether the records are
+//! this cluster's ([`Lab::take_stock`]).
 
 use crate::lab::manifests::PROGRESS_DEADLINE_SECONDS;
+use crate::lab::resume::Recorded;
 use crate::lab::step::{Step, StepKind};
 use crate::lab::Lab;
-use crate::report::timeline::{StepTiming, Timeline};
+use crate::report::timeline::{Figure, StepTiming, Timeline};
 use crate::report::{Echo, Outcome, Reporter, Suite, TrialResult};
 use std::time::Instant;
 
@@ -28,12 +32,10 @@ impl Mode {
     }
 }
 
-/// Decides whether `step` runs, given the first failed action so far (pure).
-pub fn should_skip(step: Step, failed_action: Option<Step>) -> Option<Step> {
-    match (step.kind(), failed_action) {
-        (StepKind::Action, Some(f)) => Some(f),
-        _ => None,
-    }
+/// Decides whether `step` runs, given the first failed action so far (pure): after a failed
+/// action nothing more runs.
+pub fn should_skip(_step: Step, failed_action: Option<Step>) -> Option<Step> {
+    failed_action
 }
 
 pub struct Runner {
@@ -42,6 +44,9 @@ pub struct Runner {
     failed_action: Option<Step>,
     /// An action step ran (then the run has files to write).
     acted: bool,
+    /// What was recorded when this run's first action began (after [`Lab::take_stock`]):
+    /// figures read from those records are an earlier run's.
+    recorded_before: Option<Recorded>,
     timeline: Timeline,
     started: Instant,
 }
@@ -55,6 +60,7 @@ impl Runner {
             reporter,
             failed_action: None,
             acted: false,
+            recorded_before: None,
             timeline: Timeline::new(),
             started: Instant::now(),
         }
@@ -71,8 +77,18 @@ impl Runner {
                 after: after.trial_name().into(),
             },
             None => {
+                let first_action = step.kind() == StepKind::Action && !self.acted;
                 self.acted |= step.kind() == StepKind::Action;
-                match self.lab.run(step).await {
+                let checked = if first_action {
+                    self.take_stock().await
+                } else {
+                    Ok(())
+                };
+                let result = match checked {
+                    Ok(()) => self.lab.run(step).await,
+                    Err(e) => Err(e),
+                };
+                match result {
                     Ok(done) => {
                         self.timeline
                             .waits
@@ -112,6 +128,16 @@ impl Runner {
         result
     }
 
+    /// Before the first action: the records are this cluster's, or an earlier cluster's run
+    /// goes aside (one line on stderr); then what is recorded, to tell this run's figures apart.
+    async fn take_stock(&mut self) -> anyhow::Result<()> {
+        if let Some(line) = self.lab.take_stock().await? {
+            eprintln!("{line}");
+        }
+        self.recorded_before = Some(self.lab.recorded()?);
+        Ok(())
+    }
+
     /// Runs every step of `mode`.
     pub async fn run_all(&mut self, mode: Mode) {
         for step in mode.steps() {
@@ -139,6 +165,9 @@ impl Runner {
             Ok(w) => t.lie_window = w,
             Err(e) => eprintln!("timeline: lie window not measured: {e:#}"),
         }
+        if let Some(before) = &self.recorded_before {
+            t.figures_of_an_earlier_run = earlier_figures(before);
+        }
         (t.api_requests, t.http_probes) = self.lab.request_counts();
         t.total_seconds = self.started.elapsed().as_secs_f64();
         t
@@ -153,26 +182,48 @@ impl Runner {
     }
 }
 
+/// Which of the timeline's figures come from records an earlier run made (pure): detection and
+/// the lie window from `failed.json`, recovery from `recovered.json`.
+pub fn earlier_figures(before: &Recorded) -> Vec<Figure> {
+    let mut out = Vec::new();
+    if before.failed_json {
+        out.extend([Figure::Detection, Figure::LieWindow]);
+    }
+    if before.recovered_json {
+        out.push(Figure::Recovery);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_failed_action_skips_later_actions_but_never_grading() {
+    fn after_a_failed_action_nothing_more_runs_and_names_it() {
         for failed in Step::ALL
             .into_iter()
             .filter(|s| s.kind() == StepKind::Action)
         {
             for step in Step::ALL {
-                let skip = should_skip(step, Some(failed));
-                assert_eq!(
-                    skip.is_some(),
-                    step.kind() == StepKind::Action,
-                    "{step} after {failed}"
-                );
+                assert_eq!(should_skip(step, Some(failed)), Some(failed), "{step}");
             }
         }
         assert!(Step::ALL.iter().all(|s| should_skip(*s, None).is_none()));
+    }
+
+    #[test]
+    fn figures_read_from_records_an_earlier_run_made_are_marked() {
+        assert!(earlier_figures(&Recorded::default()).is_empty());
+        // Resumed after the outage was recorded: detection and lie window are the earlier run's.
+        assert_eq!(
+            earlier_figures(&Recorded::prefix(6)),
+            [Figure::Detection, Figure::LieWindow]
+        );
+        assert_eq!(
+            earlier_figures(&Recorded::prefix(9)),
+            [Figure::Detection, Figure::LieWindow, Figure::Recovery]
+        );
     }
 
     #[test]

@@ -20,7 +20,8 @@ pub enum Outcome {
     Passed(String),
     /// With the full explanation.
     Failed(String),
-    /// Not run because an earlier action (named) failed.
+    /// Not run because an earlier action (named) failed: reported as not run (libtest
+    /// ignored, JUnit skipped), so the one real failure leads the output.
     Skipped { after: String },
     /// Not run here, with the reason (no cluster, not the hermetic cluster, ...).
     Ignored(String),
@@ -36,7 +37,7 @@ impl Outcome {
         match self {
             Outcome::Passed(s) => format!("ok   {name}: {s}"),
             Outcome::Failed(e) => format!("FAIL {name}: {e}"),
-            Outcome::Skipped { after } => format!("SKIP {name}: {after} failed"),
+            Outcome::Skipped { after } => format!("SKIP {name}: not run, {after} failed"),
             Outcome::Ignored(why) => format!("IGN  {name}: {why}"),
         }
     }
@@ -46,8 +47,8 @@ impl Outcome {
         match self {
             Outcome::Passed(_) => TrialOutcome::Passed,
             Outcome::Failed(e) => TrialOutcome::Failed { message: e.clone() },
-            Outcome::Skipped { after } => TrialOutcome::Failed {
-                message: format!("skipped: {after} failed"),
+            Outcome::Skipped { after } => TrialOutcome::Ignored {
+                reason: format!("not run: {after} failed"),
             },
             Outcome::Ignored(why) => TrialOutcome::Ignored {
                 reason: why.clone(),
@@ -61,7 +62,9 @@ impl Outcome {
             Outcome::Passed(_) => Ok(libtest_mimic::Completion::Completed),
             Outcome::Ignored(why) => Ok(libtest_mimic::Completion::ignored_with(why.clone())),
             Outcome::Failed(e) => Err(e.clone().into()),
-            Outcome::Skipped { after } => Err(format!("skipped: {after} failed").into()),
+            Outcome::Skipped { after } => Ok(libtest_mimic::Completion::ignored_with(format!(
+                "not run: {after} failed"
+            ))),
         }
     }
 
@@ -171,6 +174,23 @@ impl Reporter {
         (r.iter().filter(|t| t.outcome.passed()).count(), r.len())
     }
 
+    /// The closing line of a run: "N passed, N failed", then ", N skipped" when trials did not
+    /// run (an earlier one failed, or not here): counted apart, they are not failures of their
+    /// own.
+    pub fn closing_line(&self) -> String {
+        let r = self.results.lock().unwrap();
+        let passed = r.iter().filter(|t| t.outcome.passed()).count();
+        let failed = r
+            .iter()
+            .filter(|t| matches!(t.outcome, Outcome::Failed(_)))
+            .count();
+        let skipped = r.len() - passed - failed;
+        match skipped {
+            0 => format!("{passed} passed, {failed} failed"),
+            n => format!("{passed} passed, {failed} failed, {n} skipped"),
+        }
+    }
+
     /// Writes the run's files: `timeline.json` (or `timeline-N.json`; records, never
     /// replaced) when given, then the reports rebuilt from the records: the JUnit files and
     /// `report.svg`. A report that cannot be written is printed, never hidden, and never
@@ -220,8 +240,8 @@ mod tests {
                 Outcome::Skipped {
                     after: "step4".into(),
                 },
-                "SKIP t: step4 failed",
-                false,
+                "SKIP t: not run, step4 failed",
+                true,
             ),
             (
                 Outcome::Ignored("no cluster".into()),
@@ -233,9 +253,11 @@ mod tests {
             assert_eq!(o.line("t"), line);
             assert_eq!(o.libtest().is_ok(), libtest_ok, "{o:?}");
             let junit_failed = matches!(o.junit(), TrialOutcome::Failed { .. });
+            assert_eq!(junit_failed, matches!(o, Outcome::Failed(_)));
+            let junit_skipped = matches!(o.junit(), TrialOutcome::Ignored { .. });
             assert_eq!(
-                junit_failed,
-                matches!(o, Outcome::Failed(_) | Outcome::Skipped { .. })
+                junit_skipped,
+                matches!(o, Outcome::Ignored(_) | Outcome::Skipped { .. })
             );
         }
     }
@@ -248,6 +270,7 @@ mod tests {
             ("a", Outcome::Passed("x".into())),
             ("b", Outcome::Failed("y <&>".into())),
             ("c", Outcome::Ignored("z".into())),
+            ("d", Outcome::Skipped { after: "b".into() }),
         ] {
             r.finished(TrialResult {
                 name: name.into(),
@@ -263,7 +286,13 @@ mod tests {
             .iter()
             .map(|c| c.name.as_str())
             .collect();
-        assert_eq!(names, ["a", "b", "c"]);
-        assert_eq!(r.tally(), (1, 3));
+        assert_eq!(names, ["a", "b", "c", "d"]);
+        let d = &report.test_suites[0].test_cases[3].status;
+        assert!(
+            matches!(d, quick_junit::TestCaseStatus::Skipped { message: Some(m), .. } if m.as_str() == "not run: b failed"),
+            "{d:?}"
+        );
+        assert_eq!(r.tally(), (1, 4));
+        assert_eq!(r.closing_line(), "1 passed, 1 failed, 2 skipped");
     }
 }

@@ -32,6 +32,15 @@ pub const REQUESTS_COUNTED: &str =
 GET/PATCH/list and each (re)started watch; events streamed over an open watch are not requests. \
 The probes of the service (through the API server's service proxy or direct) are `http_probes`";
 
+/// A figure of the timeline that is read from the records (closed set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Figure {
+    Detection,
+    Recovery,
+    LieWindow,
+}
+
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct Timeline {
     pub steps: Vec<StepTiming>,
@@ -45,6 +54,9 @@ pub struct Timeline {
     /// SHA while nothing served, when serving stopped and when Argo CD said Degraded, from
     /// `observations.ndjson` and the recorded change.
     pub lie_window: Option<LieWindow>,
+    /// The figures above that come from records an earlier run made (a resumed run measures
+    /// the original changes): not this run's measurements.
+    pub figures_of_an_earlier_run: Vec<Figure>,
     pub api_requests: u64,
     pub http_probes: u64,
     pub api_requests_counted: &'static str,
@@ -61,7 +73,16 @@ impl Timeline {
 
     /// The one-line summary printed at the end of a run.
     pub fn summary(&self) -> String {
-        let f = |x: Option<f64>| x.map_or("n/a".to_string(), |s| format!("{s:.1}s"));
+        let earlier = |fig: Figure| {
+            if self.figures_of_an_earlier_run.contains(&fig) {
+                " (an earlier run's record)"
+            } else {
+                ""
+            }
+        };
+        let f = |x: Option<f64>, fig: Figure| {
+            x.map_or("n/a".to_string(), |s| format!("{s:.1}s{}", earlier(fig)))
+        };
         let slowest = self
             .waits
             .iter()
@@ -69,8 +90,9 @@ impl Timeline {
             .fold(0.0, f64::max);
         let lie = self.lie_window.as_ref().map_or(String::new(), |l| {
             format!(
-                "; Argo CD said Synced for {:.1}s while not serving",
-                l.synced_not_serving_seconds
+                "; Argo CD said Synced for {:.1}s while not serving{}",
+                l.synced_not_serving_seconds,
+                earlier(Figure::LieWindow)
             )
         });
         format!(
@@ -78,10 +100,32 @@ impl Timeline {
              {} API requests and {} HTTP probes; waits answered at most {slowest:.0} ms after the deciding watch event",
             self.steps.len(),
             self.total_seconds,
-            f(self.detection_seconds),
-            f(self.recovery_seconds),
+            f(self.detection_seconds, Figure::Detection),
+            f(self.recovery_seconds, Figure::Recovery),
             self.api_requests,
             self.http_probes,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_says_which_figures_an_earlier_run_measured() {
+        let mut t = Timeline::new();
+        t.detection_seconds = Some(22.6);
+        t.recovery_seconds = Some(8.25);
+        let fresh = t.summary();
+        assert!(fresh.contains("outage detected 22.6s after"), "{fresh}");
+        assert!(!fresh.contains("earlier run"), "{fresh}");
+        t.figures_of_an_earlier_run = vec![Figure::Detection];
+        let resumed = t.summary();
+        assert!(
+            resumed.contains("outage detected 22.6s (an earlier run's record) after"),
+            "{resumed}"
+        );
+        assert!(resumed.contains("recovered 8.2s after"), "{resumed}");
     }
 }

@@ -2,6 +2,7 @@
 //! [`crate::lab::Lab::run`]).
 
 mod approval;
+mod cluster_check;
 mod grading;
 mod release;
 mod waits;
