@@ -69,7 +69,6 @@ impl Runner {
     /// Runs one step under the policy, times it, files its waits and reports it.
     pub async fn run(&mut self, step: Step) -> TrialResult {
         let name = step.trial_name();
-        self.reporter.begins(name);
         let started_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
         let t = Instant::now();
         let outcome = match should_skip(step, self.failed_action) {
@@ -77,6 +76,7 @@ impl Runner {
                 after: after.trial_name().into(),
             },
             None => {
+                self.reporter.begins(name);
                 let first_action = step.kind() == StepKind::Action && !self.acted;
                 self.acted |= step.kind() == StepKind::Action;
                 let checked = if first_action {

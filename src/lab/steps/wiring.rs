@@ -25,8 +25,13 @@ impl Lab {
         if plan.apply_application {
             self.cluster.apply_application(&application).await?;
         } else if self.cluster.application().await?.is_none() {
+            let why = if self.records.path(Record::Cluster).exists() {
+                "the records' own cluster, by cluster.json: was the Application deleted?"
+            } else {
+                "a new cluster? the records have no cluster.json to tell"
+            };
             bail!(
-                "{} records later steps, but Application {} does not exist on this cluster (a new cluster?). \
+                "{} records later steps, but Application {} does not exist on this cluster ({why}). \
                  The records are kept; to start over run `cnpe-lab reset --yes` (deletes them) or point \
                  CNPE_EVIDENCE_DIR, CNPE_GITOPS_DIR and CNPE_BARE_REPO at fresh directories",
                 self.records.path(Record::RevisionBad).display(),
