@@ -117,8 +117,9 @@ moddir() {
   local src
   (cd "$3" && go mod download "$1")
   src="$(cd "$3" && go list -m -f '{{.Dir}}' "$1")"
-  [ -n "$src" ] && [ -d "$src" ] || { echo "build.sh: $1@$2 not in the module cache (go list gave '$src')" >&2; return 1; }
-  printf '%s\n' "$src"
+  [ -n "$src" ] && [ -d "$src" ] && { printf '%s\n' "$src"; return; }
+  echo "build.sh: $1@$2 not in the module cache (go list gave '$src')" >&2
+  return 1
 }
 # copy_manifests DEST FILE...: FILE copied into DEST (mode 0644; the module cache is 0444),
 # all or nothing: DEST is replaced only when every file was found.
@@ -161,7 +162,11 @@ part_traefik() {
     (cd "$mod" && go mod download "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION")
     src="$(cd "$mod" && go mod download -json "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
     [ -n "$src" ] || { echo "build.sh: sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION not downloaded" >&2; return 1; }
-    copy_manifests "$man" "$src"/config/crd/standard/gateway.networking.k8s.io_*.yaml
+    local crds=() f
+    for f in "$src"/config/crd/standard/gateway.networking.k8s.io_*.yaml; do
+      case "$f" in *_vap_*) ;; *) crds+=("$f") ;; esac
+    done
+    copy_manifests "$man" "${crds[@]}"
   fi
   if [ -x "$BIN/traefik" ] && [ -e "$BIN/.traefik-$TRAEFIK_VERSION" ]; then log "traefik: built, skip"; return; fi
   log "traefik: building $TRAEFIK_VERSION"
