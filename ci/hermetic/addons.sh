@@ -177,7 +177,8 @@ yaml.safe_dump_all(docs, sys.stdout)
 PY
   KCTL -n "$RO_NS" apply -f "$RUN/addons-rollouts-rbac.yaml" >/dev/null
   # Traefik: ServiceAccount + ClusterRole (traefik's documented rules for the kubernetesIngress and
-  # kubernetesGateway providers, minus pods/get, needed only for OpenTelemetry) + binding.
+  # kubernetesGateway providers, minus pods/get, needed only for OpenTelemetry; plus nodes
+  # list/watch, which v3.6's ingress provider watches) + binding.
   KCTL apply -f - >/dev/null <<YAML
 apiVersion: v1
 kind: Namespace
@@ -192,7 +193,7 @@ kind: ClusterRole
 metadata: {name: cnpe-traefik}
 rules:
   - apiGroups: [""]
-    resources: [namespaces]
+    resources: [namespaces, nodes]
     verbs: [list, watch]
   - apiGroups: [""]
     resources: [services, secrets, configmaps]
