@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds every part of the hermetic cluster into $CNPE_HERMETIC_CACHE (default
 # /var/cache/cnpe-hermetic). Idempotent: a part whose output exists is skipped.
-# Usage: build.sh [part...]   parts: debs k8s etcd argocd pause nginx (default: all)
+# Usage: build.sh [part...]   parts: debs k8s etcd argocd pause nginx rollouts traefik (default: all)
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 # shellcheck source=go-progress.sh
@@ -110,6 +110,78 @@ part_argocd() {
   touch "$BIN/.argocd-$ARGOCD_VERSION"
 }
 
+# ---------------------------------------------------------------- add-ons (addons.sh starts them)
+# moddir MODULE VERSION (in wrapper DIR $3): the module's directory in the Go module cache,
+# downloaded if missing (on a cold cache `go list -m` prints an empty Dir).
+moddir() {
+  local src
+  (cd "$3" && go mod download "$1")
+  src="$(cd "$3" && go list -m -f '{{.Dir}}' "$1")"
+  [ -n "$src" ] && [ -d "$src" ] && { printf '%s\n' "$src"; return; }
+  echo "build.sh: $1@$2 not in the module cache (go list gave '$src')" >&2
+  return 1
+}
+# copy_manifests DEST FILE...: FILE copied into DEST (mode 0644; the module cache is 0444),
+# all or nothing: DEST is replaced only when every file was found.
+copy_manifests() {
+  local dest="$1" f; shift
+  for f in "$@"; do [ -s "$f" ] || { echo "build.sh: $f missing in the module cache" >&2; return 1; }; done
+  rm -rf "$dest.tmp"; mkdir -p "$dest.tmp"
+  install -m 0644 "$@" "$dest.tmp/"
+  rm -rf "$dest"; mv "$dest.tmp" "$dest"
+}
+# Argo Rollouts: the controller and the kubectl plugin (kubectl finds `kubectl-argo-rollouts` on
+# PATH: `kubectl argo rollouts ...`), both in $BIN; the CRDs and install.yaml from the module
+# into $CACHE/manifests/rollouts-V/ (addons.sh and ci/kind/up.sh need no module cache then).
+ROLLOUTS_MOD=github.com/argoproj/argo-rollouts
+part_rollouts() {
+  local mod="$HERMETIC_DIR/modules/rollouts" man="$CACHE/manifests/rollouts-$ROLLOUTS_VERSION" src f
+  if [ ! -s "$man/install.yaml" ] || [ ! -s "$man/rollout-crd.yaml" ]; then
+    src="$(moddir "$ROLLOUTS_MOD" "$ROLLOUTS_VERSION" "$mod")"
+    copy_manifests "$man" "$src"/manifests/crds/*-crd.yaml "$src/manifests/install.yaml"
+  fi
+  if [ -x "$BIN/rollouts-controller" ] && [ -x "$BIN/kubectl-argo-rollouts" ] && [ -e "$BIN/.rollouts-$ROLLOUTS_VERSION" ]; then
+    log "rollouts: built, skip"; return
+  fi
+  log "rollouts: building $ROLLOUTS_VERSION"
+  local p=$ROLLOUTS_MOD/utils/version
+  local ld="-s -w -X $p.version=${ROLLOUTS_VERSION#v} -X $p.buildDate=2026-01-01T00:00:00Z -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.gitTag=$ROLLOUTS_VERSION -X $p.gitTreeState=clean"
+  (cd "$mod" &&
+   CGO_ENABLED=0 go_build_progress rollouts -trimpath -ldflags "$ld" -o "$BIN/" -- \
+     $ROLLOUTS_MOD/cmd/rollouts-controller $ROLLOUTS_MOD/cmd/kubectl-argo-rollouts)
+  "$BIN/rollouts-controller" --version >/dev/null
+  touch "$BIN/.rollouts-$ROLLOUTS_VERSION"
+}
+# Traefik v3 (providers kubernetesIngress and kubernetesGateway), and the Gateway API CRDs of
+# the standard channel from sigs.k8s.io/gateway-api into $CACHE/manifests/gateway-api-V/ (the
+# CRDs only; the channel's ValidatingAdmissionPolicy "safe upgrades" is left out).
+TRAEFIK_MOD=github.com/traefik/traefik/v3
+part_traefik() {
+  local mod="$HERMETIC_DIR/modules/traefik" man="$CACHE/manifests/gateway-api-$GATEWAY_API_VERSION" src
+  if [ ! -s "$man/gateway.networking.k8s.io_httproutes.yaml" ]; then
+    (cd "$mod" && go mod download "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION")
+    src="$(cd "$mod" && go mod download -json "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
+    [ -n "$src" ] || { echo "build.sh: sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION not downloaded" >&2; return 1; }
+    local crds=() f
+    for f in "$src"/config/crd/standard/gateway.networking.k8s.io_*.yaml; do
+      case "$f" in *_vap_*) ;; *) crds+=("$f") ;; esac
+    done
+    copy_manifests "$man" "${crds[@]}"
+  fi
+  if [ -x "$BIN/traefik" ] && [ -e "$BIN/.traefik-$TRAEFIK_VERSION" ]; then log "traefik: built, skip"; return; fi
+  log "traefik: building $TRAEFIK_VERSION"
+  local p=$TRAEFIK_MOD/pkg/version codename
+  # the -X flags of upstream's Makefile (binary-linux-amd64); its CODENAME default read from it
+  src="$(moddir "$TRAEFIK_MOD" "$TRAEFIK_VERSION" "$mod")"
+  codename="$(sed -n 's/^CODENAME ?= *//p' "$src/Makefile")"
+  [ -n "$codename" ] || { echo "build.sh: no CODENAME in $src/Makefile" >&2; return 1; }
+  (cd "$mod" &&
+   CGO_ENABLED=0 go_build_progress traefik -trimpath -ldflags "-s -w -X $p.Version=${TRAEFIK_VERSION} -X $p.Codename=$codename -X $p.BuildDate=2026-01-01T00:00:00Z" \
+     -o "$BIN/traefik" -- $TRAEFIK_MOD/cmd/traefik)
+  "$BIN/traefik" version >/dev/null
+  touch "$BIN/.traefik-$TRAEFIK_VERSION"
+}
+
 # ---------------------------------------------------------------- images
 # docker-archive tar written by hand: manifest.json + config json + one layer tar.
 # write_image OUT.tar NAME:TAG ROOTFS_DIR CONFIG_JSON_FRAGMENT(for .config)
@@ -216,7 +288,7 @@ NGX
   rm -rf "$r"
 }
 
-ALL=(debs k8s etcd argocd pause nginx)
+ALL=(debs k8s etcd argocd pause nginx rollouts traefik)
 parts=("$@"); [ ${#parts[@]} -gt 0 ] || parts=("${ALL[@]}")
 T0=$(date +%s)
 for p in "${parts[@]}"; do timed "$p" "part_$p"; done

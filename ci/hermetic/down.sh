@@ -26,6 +26,8 @@ stop_pid() { # stop_pid NAME PID
 }
 pid_of() { if [ -s "$PIDFILE" ]; then awk -v n="$1" '$1==n{p=$2} END{print p}' "$PIDFILE"; fi; }
 
+# the add-ons first (their own pid file; addons.sh down stops only what addons.sh up started)
+bash "$HERMETIC_DIR/addons.sh" down || log "addons.sh down failed (exit $?)"
 if [ -s "$PIDFILE" ]; then
   # reverse start order, but keep containerd until its tasks are gone
   for n in argocd-application-controller argocd-repo-server git-daemon redis kubelet \

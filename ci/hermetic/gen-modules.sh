@@ -124,11 +124,48 @@ GO
   (cd "$d" && go mod tidy)
 }
 
-parts=("$@"); [ ${#parts[@]} -gt 0 ] || parts=(kubernetes etcd argocd)
+# --- add-ons: a wrapper requiring MODULE@VERSION with upstream's replaces (minus local ones)
+# gen_wrapper DIR MODULE VERSION IMPORT...: go.mod (upstream's go line, its replace blocks and
+# one-line replaces without a ./ or ../ target), tools.go importing the command packages, tidy.
+gen_wrapper() {
+  local d="$1" m="$2" v="$3" umod i; shift 3
+  mkdir -p "$d"
+  umod="$(modfile "$m" "$v")"
+  [ -s "$umod" ] || { echo "gen-modules.sh: no go.mod for $m@$v" >&2; return 1; }
+  {
+    echo "module cnpe.local/hermetic/$(basename "$d")"; echo
+    grep -E '^go ' "$umod"; echo
+    echo "require $m $v"; echo
+    awk '/^replace \(/{p=1} p && !/=> \.\.?\//{print} p&&/^\)/{p=0}' "$umod"
+    grep -E '^replace [^(]' "$umod" | grep -vE '=> \.\.?/' || true
+  } > "$d/go.mod"
+  {
+    echo '//go:build tools'; echo
+    echo "// Package tools pins the upstream command packages this wrapper builds."
+    echo 'package tools'; echo
+    echo 'import ('
+    for i in "$@"; do printf '\t_ "%s"\n' "$i"; done
+    echo ')'
+  } > "$d/tools.go"
+  rm -f "$d/go.sum"
+  (cd "$d" && go mod tidy)
+}
+gen_rollouts() {
+  gen_wrapper "$HERMETIC_DIR/modules/rollouts" github.com/argoproj/argo-rollouts "$ROLLOUTS_VERSION" \
+    github.com/argoproj/argo-rollouts/cmd/rollouts-controller \
+    github.com/argoproj/argo-rollouts/cmd/kubectl-argo-rollouts
+}
+gen_traefik() {
+  gen_wrapper "$HERMETIC_DIR/modules/traefik" github.com/traefik/traefik/v3 "$TRAEFIK_VERSION" \
+    github.com/traefik/traefik/v3/cmd/traefik
+}
+
+ALL_MODULES=(kubernetes etcd argocd rollouts traefik)
+parts=("$@"); [ ${#parts[@]} -gt 0 ] || parts=("${ALL_MODULES[@]}")
 for p in "${parts[@]}"; do
   case "$p" in
-    kubernetes|etcd|argocd) "gen_$p" ;;
-    *) echo "gen-modules.sh: unknown part '$p' (kubernetes etcd argocd)" >&2; exit 2 ;;
+    kubernetes|etcd|argocd|rollouts|traefik) "gen_$p" ;;
+    *) echo "gen-modules.sh: unknown part '$p' (${ALL_MODULES[*]})" >&2; exit 2 ;;
   esac
 done
 echo "modules regenerated"

@@ -2,7 +2,8 @@
 # Starts the hermetic single-node Kubernetes + Argo CD cluster built by build.sh.
 # Exit codes: 0 up; 3 build outputs missing (run build.sh); 1 a component failed (log tail shown).
 # Env: CNPE_HERMETIC_CACHE, CNPE_HERMETIC_RUN, CNPE_NODE_IP, CNPE_NODE_NAME, CNPE_BARE_REPO,
-#      CNPE_REDIS_PORT, CNPE_ARGOCD_RECONCILIATION (e.g. 180s), CNPE_UP_TIMEOUT (s, per wait).
+#      CNPE_REDIS_PORT, CNPE_ARGOCD_RECONCILIATION (e.g. 180s), CNPE_UP_TIMEOUT (s, per wait),
+#      CNPE_UP_SKIP_ADDONS=1 (no addons.sh up: Argo Rollouts and Traefik not started).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 T0=$(date +%s)
@@ -15,7 +16,9 @@ KCTL() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 # ------------------------------------------------------------------ preflight
 missing=()
 ARGO_BINS=argocd; [ "${CNPE_UP_SKIP_ARGOCD:-}" = 1 ] && ARGO_BINS=
-for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl etcd $ARGO_BINS; do
+ADDON_BINS="rollouts-controller kubectl-argo-rollouts traefik"   # build.sh rollouts traefik (addons.sh)
+[ "${CNPE_UP_SKIP_ADDONS:-}" = 1 ] && ADDON_BINS=
+for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl etcd $ARGO_BINS $ADDON_BINS; do
   [ -x "$BIN/$b" ] || missing+=("$BIN/$b")
 done
 ARGO_CRDS="$CACHE/manifests/argocd-$ARGOCD_VERSION"
@@ -45,7 +48,11 @@ pid_alive_all() {
   done < "$PIDFILE"
 }
 if pid_alive_all && KCTL get --raw /readyz >/dev/null 2>&1; then
-  log "cluster already up (pids in $PIDFILE)"; echo "$KUBECONFIG_ADMIN"; exit 0
+  log "cluster already up (pids in $PIDFILE)"
+  if [ "${CNPE_UP_SKIP_ADDONS:-}" != 1 ] && [ "${CNPE_UP_SKIP_ARGOCD:-}" != 1 ]; then
+    bash "$HERMETIC_DIR/addons.sh" up >&2 || { rc=$?; echo "up.sh: addons.sh up failed (exit $rc)" >&2; exit "$rc"; }
+  fi
+  echo "$KUBECONFIG_ADMIN"; exit 0
 fi
 # anything half-started or stale: clean first
 bash "$HERMETIC_DIR/down.sh" >/dev/null 2>&1 || true
@@ -351,6 +358,12 @@ start argocd-application-controller "${ARGO_ENV[@]}" ARGOCD_BINARY_NAME=argocd-a
   --self-heal-timeout-seconds 5 --logformat text --loglevel info
 waitfor argocd-application-controller 90 curl -fsS http://127.0.0.1:8082/healthz
 log "argocd up"
+
+# ------------------------------------------------------------------ add-ons (Argo Rollouts, Traefik)
+# addons.sh keeps its own pid file ($RUN/addons.pids); its exit code (3: not built) is ours.
+if [ "${CNPE_UP_SKIP_ADDONS:-}" != 1 ]; then
+  bash "$HERMETIC_DIR/addons.sh" up >&2 || { rc=$?; echo "up.sh: addons.sh up failed (exit $rc)" >&2; exit "$rc"; }
+fi
 
 log "cluster up in $(( $(date +%s) - T0 ))s; kubeconfig: $KUBECONFIG_ADMIN; pids: $PIDFILE; logs: $LOGS"
 echo "$KUBECONFIG_ADMIN"
