@@ -189,6 +189,7 @@ fn application(i: usize) -> Application {
             name: Some(WEB.into()),
             status: Some("Synced".into()),
             hook: None,
+            health: None,
         })
         .collect();
     Application {

@@ -463,6 +463,7 @@ fn application() -> Application {
                 name: Some(format!("web-{d:02}")),
                 status: Some("Synced".into()),
                 hook: None,
+                health: None,
             });
         }
     }

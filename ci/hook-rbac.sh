@@ -97,7 +97,7 @@ done
 read_verbs=(get list watch)
 write_verbs=(create update patch delete deletecollection)
 app_resources=(deployments.apps replicasets.apps statefulsets.apps daemonsets.apps pods services
-               endpointslices.discovery.k8s.io)
+               endpointslices.discovery.k8s.io rollouts.argoproj.io)
 rows=()      # "WANT NAMESPACE VERB RESOURCE [SUBRESOURCE]"; namespace "-" = cluster scope
 want() { rows+=("$*"); }
 

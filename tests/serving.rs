@@ -135,6 +135,7 @@ fn application(resources: &[(&str, &str, &str)]) -> Application {
                         name: Some(n.to_string()),
                         status: Some("Synced".into()),
                         hook: None,
+                        health: None,
                     })
                     .collect(),
             ),
@@ -325,6 +326,7 @@ impl World {
             pods: arcs(&self.pods),
             services: Vec::new(),
             endpoint_slices: arcs(&self.slices),
+            rollouts: Vec::new(),
         }
     }
 

@@ -169,6 +169,9 @@ pub struct ResourceStatus {
     pub status: Option<String>,
     #[serde(default)]
     pub hook: Option<bool>,
+    /// Argo CD's health of this one resource (absent for kinds without a health check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<HealthStatus>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -8,6 +8,7 @@ pub mod kubeconfig;
 pub mod live;
 pub mod probe;
 pub mod provision;
+pub mod rollouts;
 pub mod safety;
 
 use crate::cluster::argo::{AppProject, Application};

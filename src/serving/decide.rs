@@ -43,6 +43,21 @@ pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 /// a Job or Pod of one sync, e.g. the gate itself, not what the release serves). An empty
 /// namespace is the Application's destination namespace.
 fn resources(app: &Application) -> impl Iterator<Item = (String, String, String, String)> + '_ {
+    resource_statuses(app).filter_map(|(r, ns)| {
+        Some((
+            r.group.clone().unwrap_or_default(),
+            r.kind.clone()?,
+            ns,
+            r.name.clone()?,
+        ))
+    })
+}
+
+/// The Application's managed resources (hooks left out) with their namespace (an empty one
+/// is the destination namespace).
+fn resource_statuses(
+    app: &Application,
+) -> impl Iterator<Item = (&crate::cluster::argo::ResourceStatus, String)> + '_ {
     let default_ns = app.spec.destination.namespace.clone().unwrap_or_default();
     app.status
         .as_ref()
@@ -50,33 +65,23 @@ fn resources(app: &Application) -> impl Iterator<Item = (String, String, String,
         .into_iter()
         .flatten()
         .filter(|r| r.hook != Some(true))
-        .filter_map(move |r| {
+        .map(move |r| {
             let ns = r
                 .namespace
                 .clone()
                 .filter(|n| !n.is_empty())
                 .unwrap_or_else(|| default_ns.clone());
-            Some((
-                r.group.clone().unwrap_or_default(),
-                r.kind.clone()?,
-                ns,
-                r.name.clone()?,
-            ))
+            (r, ns)
         })
 }
 
-/// The workloads of the Application: every Deployment, StatefulSet and DaemonSet (group
-/// `apps`) and bare Pod (core group) in its `status.resources`, sorted, without duplicates.
+/// The workloads of the Application: every resource in its `status.resources` of a kind of
+/// [`WorkloadKind::ALL`] (Deployment, StatefulSet, DaemonSet, bare Pod, Rollout), sorted,
+/// without duplicates.
 pub fn workloads_of(app: &Application) -> Vec<WorkloadRef> {
     let mut out: Vec<WorkloadRef> = resources(app)
         .filter_map(|(group, kind, namespace, name)| {
-            let kind = match (group.as_str(), kind.as_str()) {
-                ("apps", "Deployment") => WorkloadKind::Deployment,
-                ("apps", "StatefulSet") => WorkloadKind::StatefulSet,
-                ("apps", "DaemonSet") => WorkloadKind::DaemonSet,
-                ("", "Pod") => WorkloadKind::Pod,
-                _ => return None,
-            };
+            let kind = WorkloadKind::from_group_kind(&group, &kind)?;
             Some(WorkloadRef {
                 kind,
                 namespace,
@@ -814,6 +819,57 @@ fn deadline_causes(d: &mut Draft, objects: &Objects, checks: &[WorkloadCheck]) {
     }
 }
 
+/// The managed resource of the Application that `pod`'s owner chain ends at, when it is of a
+/// kind the gate does not model: ("apps/ReplicaSet", "shop/web-5d8f", Argo CD's health).
+/// The chain: the pod's owners, and a ReplicaSet's owners (as far as the watches see).
+fn unmodeled_owner(pod: &Pod, objects: &Objects) -> Option<(String, String, String)> {
+    let app = objects.application.as_deref()?;
+    let ns = pod.metadata.namespace.as_deref()?;
+    let group_of = |api_version: &str| {
+        api_version
+            .rsplit_once('/')
+            .map_or(String::new(), |(g, _)| g.to_string())
+    };
+    let managed = |group: &str, kind: &str, name: &str| {
+        resource_statuses(app).find(|(r, rns)| {
+            r.group.as_deref().unwrap_or("") == group
+                && r.kind.as_deref() == Some(kind)
+                && r.name.as_deref() == Some(name)
+                && rns == ns
+        })
+    };
+    let mut chain: Vec<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> =
+        pod.metadata.owner_references.iter().flatten().collect();
+    for r in pod.metadata.owner_references.iter().flatten() {
+        if r.kind == "ReplicaSet" {
+            if let Some(rs) = objects.replica_sets.iter().find(|x| {
+                x.metadata.namespace.as_deref() == Some(ns)
+                    && x.metadata.name.as_deref() == Some(r.name.as_str())
+            }) {
+                chain.extend(rs.metadata.owner_references.iter().flatten());
+            }
+        }
+    }
+    chain.iter().find_map(|r| {
+        let group = group_of(&r.api_version);
+        if WorkloadKind::from_group_kind(&group, &r.kind).is_some() {
+            return None;
+        }
+        let (status, _) = managed(&group, &r.kind, &r.name)?;
+        let kind = if group.is_empty() {
+            r.kind.clone()
+        } else {
+            format!("{group}/{}", r.kind)
+        };
+        let health = status
+            .health
+            .as_ref()
+            .and_then(|h| h.status.clone())
+            .unwrap_or_else(|| "none reported".into());
+        Some((kind, format!("{ns}/{}", r.name), health))
+    })
+}
+
 /// One endpoint: its owner, revision and answer, and what it leaves unmet.
 #[allow(clippy::too_many_arguments)]
 fn endpoint(
@@ -873,6 +929,24 @@ fn endpoint(
                 &subject,
                 want_owner,
                 format!("pod {p} is not in the watch (deleted, or not seen yet)"),
+            );
+        }
+        (Some(p), Some(obj), None) if unmodeled_owner(obj, objects).is_some() => {
+            let (kind, name, health) = unmodeled_owner(obj, objects).unwrap_or_default();
+            d.unmet(
+                Condition::UnmodeledWorkload,
+                &subject,
+                format!(
+                    "a pod of a workload kind the gate models ({}), whose revision it reads",
+                    WorkloadKind::names()
+                ),
+                format!(
+                    "pod {p} belongs to {kind} {name}, a managed resource of the Application of a kind the gate does not model (Argo CD health: {health})"
+                ),
+            );
+            d.cause(
+                Condition::UnmodeledWorkload,
+                format!("{kind} {name} is of a kind the gate does not model: it checked Argo CD's health of it ({health}) and what every endpoint answers, but cannot read which revision its pods run, so it does not approve (fails closed)"),
             );
         }
         (Some(p), Some(obj), None) => {

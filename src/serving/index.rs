@@ -20,9 +20,10 @@ type ObjectKey = (Kind, String, String);
 /// Routing of [`FleetIndex::affected`]:
 /// - Application: itself (also when not indexed yet: it may have just appeared).
 /// - Deployment, StatefulSet, DaemonSet, Service: the Applications listing it, else none.
-/// - ReplicaSet: the Applications listing the Deployment that owns it.
-/// - Pod: the Applications listing its workload (a ReplicaSet's Deployment is its name
-///   without the trailing `-<pod-template-hash>`, as the Deployment controller names it), or
+/// - Rollout: the Applications listing it.
+/// - ReplicaSet: the Applications listing the Deployment or Rollout that owns it, or itself.
+/// - Pod: the Applications listing its workload (a ReplicaSet's Deployment or Rollout is its
+///   name without the trailing `-<pod-template-hash>`, as both controllers name it), or
 ///   listing it as a bare Pod; a pod no listed workload owns (a stray, which can still sit
 ///   behind a Service) goes to every Application with resources in its namespace.
 /// - EndpointSlice: the Applications listing its Service (label
@@ -45,15 +46,7 @@ struct Indexed {
 }
 
 fn kind_of(group: &str, kind: &str) -> Option<Kind> {
-    match (group, kind) {
-        ("apps", "Deployment") => Some(Kind::Deployment),
-        ("apps", "StatefulSet") => Some(Kind::StatefulSet),
-        ("apps", "DaemonSet") => Some(Kind::DaemonSet),
-        ("apps", "ReplicaSet") => Some(Kind::ReplicaSet),
-        ("", "Pod") => Some(Kind::Pod),
-        ("", "Service") => Some(Kind::Service),
-        _ => None,
-    }
+    Kind::from_group_kind(group, kind).filter(|k| *k != Kind::Application)
 }
 
 impl FleetIndex {
@@ -180,18 +173,25 @@ impl FleetIndex {
         let owners = meta.owner_references.iter().flatten();
         match kind {
             Kind::Application => unreachable!("handled above"),
-            Kind::Deployment | Kind::StatefulSet | Kind::DaemonSet | Kind::Service => {
-                self.listing(kind, ns, name)
-            }
+            Kind::Deployment
+            | Kind::StatefulSet
+            | Kind::DaemonSet
+            | Kind::Service
+            | Kind::Rollout => self.listing(kind, ns, name),
             Kind::ReplicaSet => owners
-                .filter(|o| o.kind == "Deployment")
-                .flat_map(|o| self.listing(Kind::Deployment, ns, &o.name))
+                .filter_map(|o| match o.kind.as_str() {
+                    "Deployment" => Some((Kind::Deployment, o.name.as_str())),
+                    "Rollout" => Some((Kind::Rollout, o.name.as_str())),
+                    _ => None,
+                })
+                .flat_map(|(k, owner)| self.listing(k, ns, owner))
+                .chain(self.listing(Kind::ReplicaSet, ns, name))
                 .collect(),
             Kind::Pod => {
-                let hash = meta
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get("pod-template-hash"));
+                let hash = meta.labels.as_ref().and_then(|l| {
+                    l.get("pod-template-hash")
+                        .or_else(|| l.get(crate::cluster::rollouts::POD_TEMPLATE_HASH))
+                });
                 let mut out: BTreeSet<AppKey> = self.listing(Kind::Pod, ns, name);
                 for o in owners {
                     match o.kind.as_str() {
@@ -201,6 +201,7 @@ impl FleetIndex {
                                 .or_else(|| o.name.rsplit_once('-').map(|(d, _)| d));
                             if let Some(d) = deployment {
                                 out.extend(self.listing(Kind::Deployment, ns, d));
+                                out.extend(self.listing(Kind::Rollout, ns, d));
                             }
                             out.extend(self.listing(Kind::ReplicaSet, ns, &o.name));
                         }

@@ -2,6 +2,7 @@
 //! endpoints to probe and the probe answers.
 
 use crate::cluster::argo::Application;
+use crate::cluster::rollouts::Rollout;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -20,6 +21,8 @@ pub struct Objects {
     pub replica_sets: Vec<Arc<ReplicaSet>>,
     pub stateful_sets: Vec<Arc<StatefulSet>>,
     pub daemon_sets: Vec<Arc<DaemonSet>>,
+    /// Empty where Argo Rollouts is not installed (its CRD not served).
+    pub rollouts: Vec<Arc<Rollout>>,
     pub pods: Vec<Arc<Pod>>,
     pub services: Vec<Arc<Service>>,
     pub endpoint_slices: Vec<Arc<EndpointSlice>>,

@@ -221,6 +221,7 @@ fn objects_for(stores: &Stores, name: &str, namespaces: &BTreeSet<String>) -> Ob
         pods: in_namespaces(&stores.pods, namespaces),
         services: in_namespaces(&stores.services, namespaces),
         endpoint_slices: in_namespaces(&stores.endpoint_slices, namespaces),
+        rollouts: in_namespaces(&stores.rollouts, namespaces),
     }
 }
 
@@ -344,7 +345,8 @@ pub async fn run(cluster: &Cluster, opts: &Options) -> Result<Outcome, GateError
         1 => Scope::Namespace(all_ns.iter().next().unwrap().clone()),
         _ => Scope::Cluster,
     };
-    let watches = Watches::start_workloads(cluster, apps_watch, scope.clone(), tx);
+    let rollouts = Watches::rollouts_served(cluster).await;
+    let watches = Watches::start_workloads(cluster, apps_watch, scope.clone(), rollouts, tx);
     let left = opts.timeout.saturating_sub(started.elapsed());
     watches
         .ready(
@@ -556,7 +558,7 @@ pub async fn run(cluster: &Cluster, opts: &Options) -> Result<Outcome, GateError
                 Scope::Cluster => "cluster".into(),
             },
             probe_via: prober.via().into(),
-            watch_streams: watches.streams,
+            watch_streams: watches.kinds.len(),
             watch_requests: cluster.watch_count(),
             api_requests: cluster.request_count(),
             probes: prober.sent(),
@@ -728,6 +730,7 @@ mod tests {
             pods: reflector::store().0,
             services: reflector::store().0,
             endpoint_slices: reflector::store().0,
+            rollouts: reflector::store().0,
         }
     }
 

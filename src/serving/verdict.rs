@@ -40,18 +40,25 @@ pub enum Condition {
     WorkloadGeneration,
     WorkloadReplicas,
     WorkloadRevision,
+    /// An AnalysisRun of a Rollout (canary step or background, blue-green pre- or
+    /// post-promotion) that is not Successful.
+    AnalysisPassed,
     /// A ready or serving pod of an older revision.
     OldRevisionServing,
     AtLeastOneEndpoint,
     EndpointAnswers,
     /// An endpoint whose pod no workload of the Application owns.
     StrayEndpoint,
+    /// An endpoint whose pod belongs to a managed resource of a kind the gate does not model
+    /// (a bare ReplicaSet, a custom controller): its revision cannot be read, so it fails
+    /// closed, by name.
+    UnmodeledWorkload,
     Deadline,
 }
 
 impl Condition {
     /// Every condition, in the order they are checked.
-    pub const ALL: [Condition; 18] = [
+    pub const ALL: [Condition; 20] = [
         Condition::ApplicationExists,
         Condition::SyncRevision,
         Condition::OperationRevision,
@@ -65,10 +72,12 @@ impl Condition {
         Condition::WorkloadGeneration,
         Condition::WorkloadReplicas,
         Condition::WorkloadRevision,
+        Condition::AnalysisPassed,
         Condition::OldRevisionServing,
         Condition::AtLeastOneEndpoint,
         Condition::EndpointAnswers,
         Condition::StrayEndpoint,
+        Condition::UnmodeledWorkload,
         Condition::Deadline,
     ];
 
@@ -88,10 +97,12 @@ impl Condition {
             Condition::WorkloadGeneration => "workload_generation",
             Condition::WorkloadReplicas => "workload_replicas",
             Condition::WorkloadRevision => "workload_revision",
+            Condition::AnalysisPassed => "analysis_passed",
             Condition::OldRevisionServing => "old_revision_serving",
             Condition::AtLeastOneEndpoint => "at_least_one_endpoint",
             Condition::EndpointAnswers => "endpoint_answers",
             Condition::StrayEndpoint => "stray_endpoint",
+            Condition::UnmodeledWorkload => "unmodeled_workload",
             Condition::Deadline => "deadline",
         }
     }

@@ -7,6 +7,7 @@
 
 use crate::cluster::argo::Application;
 use crate::cluster::live::watch_backoff;
+use crate::cluster::rollouts::Rollout;
 use crate::cluster::Cluster;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
@@ -21,7 +22,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-/// The kinds the gate watches (closed set).
+/// The kinds the gate watches (closed set), one reflector each. [`Kind::ALL`] with
+/// [`Kind::api`] is the one list the ServiceAccount's RBAC in `deploy/` is checked against
+/// (tests/deploy_rbac.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub enum Kind {
     Application,
@@ -32,6 +35,65 @@ pub enum Kind {
     Pod,
     Service,
     EndpointSlice,
+    /// Watched only where the cluster serves Argo Rollouts' CRD.
+    Rollout,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 9] = [
+        Kind::Application,
+        Kind::Deployment,
+        Kind::ReplicaSet,
+        Kind::StatefulSet,
+        Kind::DaemonSet,
+        Kind::Pod,
+        Kind::Service,
+        Kind::EndpointSlice,
+        Kind::Rollout,
+    ];
+
+    /// (API group, resource plural), as RBAC names it.
+    pub fn api(self) -> (&'static str, &'static str) {
+        match self {
+            Kind::Application => (crate::cluster::argo::GROUP, "applications"),
+            Kind::Deployment => ("apps", "deployments"),
+            Kind::ReplicaSet => ("apps", "replicasets"),
+            Kind::StatefulSet => ("apps", "statefulsets"),
+            Kind::DaemonSet => ("apps", "daemonsets"),
+            Kind::Pod => ("", "pods"),
+            Kind::Service => ("", "services"),
+            Kind::EndpointSlice => ("discovery.k8s.io", "endpointslices"),
+            Kind::Rollout => (crate::cluster::argo::GROUP, "rollouts"),
+        }
+    }
+
+    /// (API group, kind) as Argo CD's `status.resources` names it.
+    pub fn group_kind(self) -> (&'static str, &'static str) {
+        let group = self.api().0;
+        let kind = match self {
+            Kind::Application => "Application",
+            Kind::Deployment => "Deployment",
+            Kind::ReplicaSet => "ReplicaSet",
+            Kind::StatefulSet => "StatefulSet",
+            Kind::DaemonSet => "DaemonSet",
+            Kind::Pod => "Pod",
+            Kind::Service => "Service",
+            Kind::EndpointSlice => "EndpointSlice",
+            Kind::Rollout => "Rollout",
+        };
+        (group, kind)
+    }
+
+    pub fn from_group_kind(group: &str, kind: &str) -> Option<Kind> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.group_kind() == (group, kind))
+    }
+
+    /// Whether the gate watches it only when the cluster serves it (a CRD of an add-on).
+    pub fn optional(self) -> bool {
+        self == Kind::Rollout
+    }
 }
 
 /// One watch event, as the decision loop hears of it.
@@ -80,13 +142,16 @@ pub struct Stores {
     pub pods: Store<Pod>,
     pub services: Store<Service>,
     pub endpoint_slices: Store<EndpointSlice>,
+    /// Empty (no writer) where Argo Rollouts is not installed.
+    pub rollouts: Store<Rollout>,
 }
 
 pub struct Watches {
     pub stores: Stores,
     pub scope: Scope,
-    /// Reflectors started (one watch stream each, re-established when the server ends it).
-    pub streams: usize,
+    /// The kinds watched: one reflector (one watch stream, re-established when the server
+    /// ends it) each.
+    pub kinds: Vec<Kind>,
     last_error: Arc<Mutex<Option<WatchError>>>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -190,7 +255,21 @@ impl Watches {
         (store, task, last_error)
     }
 
-    /// Starts the other seven watches in `scope`, sharing the Application watch's channel.
+    /// Whether the cluster serves Argo Rollouts' Rollout (its CRD is installed): one
+    /// discovery request, which needs no RBAC beyond an authenticated user's.
+    pub async fn rollouts_served(cluster: &Cluster) -> bool {
+        let gvk = kube::api::GroupVersionKind::gvk(
+            crate::cluster::argo::GROUP,
+            crate::cluster::argo::VERSION,
+            "Rollout",
+        );
+        kube::discovery::pinned_kind(&cluster.client(), &gvk)
+            .await
+            .is_ok()
+    }
+
+    /// Starts the other watches in `scope`, sharing the Application watch's channel: the
+    /// seven built-in kinds, and Rollouts when `rollouts` (see [`Watches::rollouts_served`]).
     pub fn start_workloads(
         cluster: &Cluster,
         applications: (
@@ -199,6 +278,7 @@ impl Watches {
             Arc<Mutex<Option<WatchError>>>,
         ),
         scope: Scope,
+        rollouts: bool,
         tx: mpsc::UnboundedSender<Change>,
     ) -> Watches {
         let (apps, app_task, last_error) = applications;
@@ -219,7 +299,20 @@ impl Watches {
         let (daemon_sets, t4) = spawn(Kind::DaemonSet, api!(), cfg(), tx.clone(), e.clone());
         let (pods, t5) = spawn(Kind::Pod, api!(), cfg(), tx.clone(), e.clone());
         let (services, t6) = spawn(Kind::Service, api!(), cfg(), tx.clone(), e.clone());
+        let mut tasks = vec![app_task, t1, t2, t3, t4, t5, t6];
+        let rollouts = if rollouts {
+            let (store, task) = spawn(Kind::Rollout, api!(), cfg(), tx.clone(), e.clone());
+            tasks.push(task);
+            Some(store)
+        } else {
+            None
+        };
         let (endpoint_slices, t7) = spawn(Kind::EndpointSlice, api!(), cfg(), tx, e.clone());
+        tasks.push(t7);
+        let kinds = Kind::ALL
+            .into_iter()
+            .filter(|k| !k.optional() || rollouts.is_some())
+            .collect();
         Watches {
             stores: Stores {
                 applications: apps,
@@ -230,11 +323,12 @@ impl Watches {
                 pods,
                 services,
                 endpoint_slices,
+                rollouts: rollouts.unwrap_or_else(|| reflector::store().0),
             },
             scope,
-            streams: 8,
+            kinds,
             last_error,
-            tasks: vec![app_task, t1, t2, t3, t4, t5, t6, t7],
+            tasks,
         }
     }
 
@@ -251,6 +345,9 @@ impl Watches {
             let _ = s.pods.wait_until_ready().await;
             let _ = s.services.wait_until_ready().await;
             let _ = s.endpoint_slices.wait_until_ready().await;
+            if self.kinds.contains(&Kind::Rollout) {
+                let _ = s.rollouts.wait_until_ready().await;
+            }
         };
         if tokio::time::timeout(deadline, all).await.is_ok() {
             return Ok(());
@@ -275,6 +372,9 @@ impl Watches {
         check!(s.pods, "Pod");
         check!(s.services, "Service");
         check!(s.endpoint_slices, "EndpointSlice");
+        if self.kinds.contains(&Kind::Rollout) {
+            check!(s.rollouts, "Rollout");
+        }
         anyhow::bail!(
             "the {} watch(es) did not list within {deadline:?}{}",
             missing.join(", "),

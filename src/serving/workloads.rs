@@ -3,18 +3,58 @@
 //! serving pod of an older revision? Stricter than gitops-engine's health (held against its
 //! own fixtures in tests/serving_health.rs).
 
+use crate::cluster::rollouts::{Rollout, POD_TEMPLATE_HASH, WORKLOAD_GENERATION};
 use crate::serving::model::Objects;
 use crate::serving::verdict::{Condition, Unmet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
-/// The workload kinds the gate checks (closed set).
+/// The workload kinds the gate checks (closed set). Each is one row of [`WorkloadKind::ALL`]
+/// with its API group and kind; its check is [`check`]'s arm of the same name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub enum WorkloadKind {
     Deployment,
     StatefulSet,
     DaemonSet,
     Pod,
+    /// Argo Rollouts' Rollout (argoproj.io): canary or blue-green.
+    Rollout,
+}
+
+impl WorkloadKind {
+    pub const ALL: [WorkloadKind; 5] = [
+        WorkloadKind::Deployment,
+        WorkloadKind::StatefulSet,
+        WorkloadKind::DaemonSet,
+        WorkloadKind::Pod,
+        WorkloadKind::Rollout,
+    ];
+
+    /// (API group, kind) as Argo CD's `status.resources` and ownerReferences name it.
+    pub fn group_kind(self) -> (&'static str, &'static str) {
+        match self {
+            WorkloadKind::Deployment => ("apps", "Deployment"),
+            WorkloadKind::StatefulSet => ("apps", "StatefulSet"),
+            WorkloadKind::DaemonSet => ("apps", "DaemonSet"),
+            WorkloadKind::Pod => ("", "Pod"),
+            WorkloadKind::Rollout => (crate::cluster::argo::GROUP, "Rollout"),
+        }
+    }
+
+    pub fn from_group_kind(group: &str, kind: &str) -> Option<WorkloadKind> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.group_kind() == (group, kind))
+    }
+
+    /// "Deployment, StatefulSet, DaemonSet, Pod, Rollout".
+    pub fn names() -> String {
+        Self::ALL
+            .iter()
+            .map(|k| k.group_kind().1)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// A workload of the Application (from `status.resources`).
@@ -254,6 +294,9 @@ pub fn check(workload: &WorkloadRef, objects: &Objects) -> WorkloadCheck {
             find(&objects.daemon_sets, ns, name).map(|d| daemon_set(&mut f, d, objects))
         }
         WorkloadKind::Pod => find(&objects.pods, ns, name).map(|p| bare_pod(&mut f, p)),
+        WorkloadKind::Rollout => {
+            find(&objects.rollouts, ns, name).map(|r| rollout(&mut f, r, objects))
+        }
     };
     if exists.is_none() {
         f.fail(
@@ -546,6 +589,259 @@ fn daemon_set(f: &mut Found, d: &k8s_openapi::api::apps::v1::DaemonSet, objects:
     f.old_ready(&format!("generation {generation}"));
 }
 
+/// The canary step a Rollout is at, for messages: "step 2 of 4 (pause), canary weight 50%".
+/// The weight is the traffic router's when there is one, else the last setWeight at or
+/// before the step (without traffic routing the replica ratio approximates it).
+pub fn canary_position(r: &Rollout) -> Option<String> {
+    let steps = &r.spec.strategy.canary.as_ref()?.steps;
+    let st = r.status.as_ref();
+    let index = st.and_then(|s| s.current_step_index).unwrap_or(0).max(0) as usize;
+    if steps.is_empty() {
+        return None;
+    }
+    let step = steps
+        .get(index)
+        .and_then(|s| s.keys().next().cloned())
+        .unwrap_or_else(|| "done".into());
+    let routed = st
+        .and_then(|s| s.canary.weights.as_ref())
+        .map(|w| w.canary.weight);
+    let set = steps
+        .iter()
+        .take(index + 1)
+        .filter_map(|s| s.get("setWeight").and_then(|w| w.as_i64()))
+        .next_back();
+    let weight = match (routed, set) {
+        (Some(w), _) => format!(", canary weight {w}% (traffic router)"),
+        (None, Some(w)) => format!(", canary weight {w}% (setWeight)"),
+        (None, None) => String::new(),
+    };
+    Some(format!(
+        "step {} of {} ({step}){weight}",
+        (index + 1).min(steps.len()),
+        steps.len()
+    ))
+}
+
+/// A Rollout: fully promoted at its current pod template hash.
+fn rollout(f: &mut Found, r: &Rollout, objects: &Objects) {
+    let st = r.status.clone().unwrap_or_default();
+    let generation = r.metadata.generation.unwrap_or(0);
+    if r.observed_generation() < generation {
+        f.generation(&r.metadata, Some(r.observed_generation()));
+    }
+    if let Some((wanted, observed)) = r.workload_generations() {
+        if wanted != observed {
+            let show = |g: Option<i64>| g.map_or("(none)".to_string(), |g| g.to_string());
+            f.fail(
+                Condition::WorkloadGeneration,
+                format!("status.workloadObservedGeneration == annotation {WORKLOAD_GENERATION}"),
+                format!(
+                    "workloadObservedGeneration {}, {WORKLOAD_GENERATION} {}",
+                    show(observed),
+                    show(wanted)
+                ),
+                format!(
+                    "{} takes its pod template from a workloadRef whose latest change the controller has not acted on yet",
+                    f.subject
+                ),
+            );
+        }
+    }
+    let current = st.current_pod_hash.clone();
+    let position = canary_position(r);
+    let at = position
+        .as_ref()
+        .map(|p| format!(" at {p}"))
+        .unwrap_or_default();
+    if r.spec.paused == Some(true) {
+        f.fail(
+            Condition::WorkloadPaused,
+            "spec.paused false".into(),
+            format!("spec.paused true{at}"),
+            format!(
+                "{} is paused (kubectl argo rollouts pause): it does not progress until resumed",
+                f.subject
+            ),
+        );
+    }
+    if !st.pause_conditions.is_empty() || st.controller_pause == Some(true) {
+        let reasons: Vec<&str> = st
+            .pause_conditions
+            .iter()
+            .map(|p| p.reason.as_str())
+            .collect();
+        let reasons = if reasons.is_empty() {
+            "controllerPause".to_string()
+        } else {
+            reasons.join(", ")
+        };
+        f.fail(
+            Condition::WorkloadPaused,
+            "no pause condition (fully promoted)".into(),
+            format!("paused ({reasons}){at}"),
+            format!(
+                "{} is paused ({reasons}){at}: the new revision serves only part of the traffic until the pause ends or `kubectl argo rollouts promote`; the gate keeps waiting",
+                f.subject
+            ),
+        );
+    }
+    let analyses = [
+        ("step", st.canary.current_step_analysis_run_status.as_ref()),
+        (
+            "background",
+            st.canary.current_background_analysis_run_status.as_ref(),
+        ),
+        (
+            "pre-promotion",
+            st.blue_green.pre_promotion_analysis_run_status.as_ref(),
+        ),
+        (
+            "post-promotion",
+            st.blue_green.post_promotion_analysis_run_status.as_ref(),
+        ),
+    ];
+    for (which, a) in analyses {
+        let Some(a) = a else { continue };
+        if a.status == "Successful" {
+            continue;
+        }
+        let message = a
+            .message
+            .as_deref()
+            .map(|m| format!(": {m}"))
+            .unwrap_or_default();
+        let cause = match a.status.as_str() {
+            "Failed" | "Error" | "Inconclusive" => format!(
+                "the {which} AnalysisRun {} of {} ended {}{message}: Argo Rollouts does not promote it (and aborts on Failed/Error), whatever Argo CD's sync status says",
+                a.name, f.subject, a.status
+            ),
+            _ => format!(
+                "the {which} AnalysisRun {} of {} is {}: the release is not promoted until it succeeds",
+                a.name,
+                f.subject,
+                if a.status.is_empty() { "without a status yet" } else { a.status.as_str() }
+            ),
+        };
+        f.fail(
+            Condition::AnalysisPassed,
+            format!("{which} AnalysisRun {} Successful", a.name),
+            format!(
+                "{}{message}",
+                if a.status.is_empty() {
+                    "(no status)"
+                } else {
+                    a.status.as_str()
+                }
+            ),
+            cause,
+        );
+    }
+    if st.abort == Some(true) {
+        f.fail(
+            Condition::WorkloadRevision,
+            "not aborted".into(),
+            format!(
+                "aborted{}",
+                st.message.as_deref().map(|m| format!(": {m}")).unwrap_or_default()
+            ),
+            format!(
+                "{} was aborted (a failed AnalysisRun or `kubectl argo rollouts abort`): traffic went back to the stable ReplicaSet {}, the new revision serves nobody",
+                f.subject,
+                st.stable_rs.as_deref().unwrap_or("(none)")
+            ),
+        );
+    }
+    // Its pods: those of the ReplicaSets it owns.
+    let sets: Vec<&k8s_openapi::api::apps::v1::ReplicaSet> = objects
+        .replica_sets
+        .iter()
+        .map(|r| r.as_ref())
+        .filter(|rs| owned_by(&rs.metadata, "Rollout", &r.metadata))
+        .collect();
+    for p in objects.pods.iter() {
+        let Some(rs) = sets
+            .iter()
+            .find(|rs| owned_by(&p.metadata, "ReplicaSet", &rs.metadata))
+        else {
+            continue;
+        };
+        let revision = label(&p.metadata, POD_TEMPLATE_HASH)
+            .or_else(|| label(&rs.metadata, POD_TEMPLATE_HASH))
+            .map(str::to_string);
+        f.check.pods.push(PodRevision {
+            pod: name_of(&p.metadata),
+            newest: current.is_some() && revision == current,
+            revision,
+            ready: pod_ready(p),
+        });
+    }
+    f.check.pods.sort_by(|a, b| a.pod.cmp(&b.pod));
+    let current_desc = current.clone().unwrap_or_else(|| "(none)".into());
+    let phase = st.phase.as_deref().unwrap_or("(no phase)");
+    let blue_green = r.spec.strategy.blue_green.is_some();
+    let active_ok = !blue_green || st.blue_green.active_selector == current;
+    if current.is_none() || phase != "Healthy" || st.stable_rs != current || !active_ok {
+        let mut found = format!(
+            "phase {phase}{}, stableRS {}, currentPodHash {current_desc}",
+            st.message
+                .as_deref()
+                .map(|m| format!(" ({m})"))
+                .unwrap_or_default(),
+            st.stable_rs.as_deref().unwrap_or("(none)"),
+        );
+        if blue_green {
+            found.push_str(&format!(
+                ", active Service selects {}",
+                st.blue_green
+                    .active_selector
+                    .as_deref()
+                    .unwrap_or("(nothing yet)")
+            ));
+        }
+        if let Some(p) = &position {
+            found.push_str(&format!(", {p}"));
+        }
+        let text = if blue_green && !active_ok {
+            format!(
+                "{}'s active Service still selects {} while the new revision is {current_desc}: clients are served the old release until it is promoted",
+                f.subject,
+                st.blue_green.active_selector.as_deref().unwrap_or("nothing")
+            )
+        } else {
+            format!(
+                "{} is not fully promoted: the stable ReplicaSet is not the current one, so part or all of the traffic still goes to the old revision",
+                f.subject
+            )
+        };
+        f.fail(
+            Condition::WorkloadRevision,
+            format!("phase Healthy, fully promoted: stableRS == currentPodHash {current_desc}"),
+            found,
+            text,
+        );
+    }
+    let desired = r.spec.replicas.unwrap_or(1);
+    let (u, rd, a, t) = (
+        st.updated_replicas.unwrap_or(0),
+        st.ready_replicas.unwrap_or(0),
+        st.available_replicas.unwrap_or(0),
+        st.replicas.unwrap_or(0),
+    );
+    if [u, rd, a, t].iter().any(|n| *n != desired) {
+        f.fail(
+            Condition::WorkloadReplicas,
+            format!("{desired} updated ready available replicas of {current_desc}, and no other"),
+            format!("{u} updated, {rd} ready, {a} available, {t} in total"),
+            format!(
+                "{} has not finished rolling out: new pods not ready, or old ones still running (a canary step, or a blue-green scaleDownDelay)",
+                f.subject
+            ),
+        );
+    }
+    f.old_ready(&current_desc);
+}
+
 fn bare_pod(f: &mut Found, p: &Pod) {
     let ready = pod_ready(p);
     // A pod with restartPolicy Never or OnFailure runs to completion (a job-like or hook pod):
@@ -611,7 +907,7 @@ fn bare_pod(f: &mut Found, p: &Pod) {
 /// The workload (of `workloads`) that owns `pod`, following ownerReferences through
 /// ReplicaSets; `None` for a pod no workload of the Application owns (a stray).
 ///
-/// Pod -> ReplicaSet -> Deployment, Pod -> StatefulSet, Pod -> DaemonSet, by kind, name and
+/// Pod -> ReplicaSet -> Deployment or Rollout, Pod -> StatefulSet, Pod -> DaemonSet, by kind, name and
 /// namespace (and uid when both sides carry one); a pod listed itself as a bare Pod is its own
 /// owner. A pod whose ReplicaSet is not in `objects`, or whose owner is not one of
 /// `workloads` (another Application's, or a ReplicaSet created by hand), is a stray.
@@ -638,16 +934,23 @@ pub fn owner_of<'a>(
                 .filter(|rs| refers_to(r, "ReplicaSet", &rs.metadata))
                 .and_then(|rs| {
                     rs.metadata.owner_references.iter().flatten().find_map(|d| {
-                        (d.kind == "Deployment")
-                            .then(|| by(WorkloadKind::Deployment, &d.name))
-                            .flatten()
-                            .filter(|w| {
+                        match d.kind.as_str() {
+                            "Deployment" => by(WorkloadKind::Deployment, &d.name).filter(|w| {
                                 uid_ok(
                                     d,
                                     find(&objects.deployments, &w.namespace, &w.name)
                                         .map(|x| &x.metadata),
                                 )
-                            })
+                            }),
+                            "Rollout" => by(WorkloadKind::Rollout, &d.name).filter(|w| {
+                                uid_ok(
+                                    d,
+                                    find(&objects.rollouts, &w.namespace, &w.name)
+                                        .map(|x| &x.metadata),
+                                )
+                            }),
+                            _ => None,
+                        }
                     })
                 }),
             "StatefulSet" => by(WorkloadKind::StatefulSet, &r.name).filter(|w| {

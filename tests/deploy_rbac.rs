@@ -1,0 +1,88 @@
+//! The gate's read-only RBAC is checked against the one list of what it watches
+//! ([`Kind::ALL`] with [`Kind::api`]): the Roles in `deploy/` grant exactly those
+//! (group, resource) pairs, and `ci/hook-rbac.sh`'s live matrix asks about exactly those. A
+//! kind added to the gate without its RBAC (or RBAC left for a kind no longer watched) fails
+//! here, before a hook Job meets a Forbidden on a cluster.
+
+use cnpe_lab::serving::watch::Kind;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+type Grant = (String, String);
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every (apiGroup, resource) granted by the Roles of a multi-document YAML file.
+fn granted(file: &str) -> BTreeSet<Grant> {
+    let text = std::fs::read_to_string(root().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let mut out = BTreeSet::new();
+    for doc in serde_norway::Deserializer::from_str(&text) {
+        let v: serde_json::Value = serde::Deserialize::deserialize(doc)
+            .unwrap_or_else(|e| panic!("{file}: not YAML: {e}"));
+        if v["kind"] != "Role" {
+            continue;
+        }
+        for rule in v["rules"].as_array().into_iter().flatten() {
+            for g in rule["apiGroups"].as_array().into_iter().flatten() {
+                for r in rule["resources"].as_array().into_iter().flatten() {
+                    out.insert((
+                        g.as_str().unwrap_or_default().to_string(),
+                        r.as_str().unwrap_or_default().to_string(),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn watched(argocd_namespace: bool) -> BTreeSet<Grant> {
+    Kind::ALL
+        .into_iter()
+        .filter(|k| (*k == Kind::Application) == argocd_namespace)
+        .map(|k| {
+            let (g, r) = k.api();
+            (g.to_string(), r.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn the_application_namespace_role_grants_what_the_gate_watches() {
+    assert_eq!(granted("deploy/app/rbac.yaml"), watched(false));
+}
+
+#[test]
+fn the_argocd_namespace_role_grants_applications_only() {
+    assert_eq!(granted("deploy/argocd/rbac.yaml"), watched(true));
+}
+
+/// `app_resources=(deployments.apps ... pods ...)` in ci/hook-rbac.sh, as (group, resource).
+#[test]
+fn the_live_rbac_matrix_asks_about_what_the_gate_watches() {
+    let text = std::fs::read_to_string(root().join("ci/hook-rbac.sh")).unwrap();
+    let start = text
+        .find("app_resources=(")
+        .expect("app_resources=( in ci/hook-rbac.sh")
+        + "app_resources=(".len();
+    let end = start + text[start..].find(')').expect("app_resources closes");
+    let asked: BTreeSet<Grant> = text[start..end]
+        .split_whitespace()
+        .map(|r| match r.split_once('.') {
+            Some((res, group)) => (group.to_string(), res.to_string()),
+            None => (String::new(), r.to_string()),
+        })
+        .collect();
+    assert_eq!(asked, watched(false));
+}
+
+#[test]
+fn every_kind_maps_back_from_its_group_and_kind() {
+    for k in Kind::ALL {
+        let (g, n) = k.group_kind();
+        assert_eq!(Kind::from_group_kind(g, n), Some(k));
+        assert_eq!(k.api().0, g);
+    }
+}
