@@ -69,6 +69,20 @@ fn web_release(n: u32, never_ready: bool) -> Release {
     }
 }
 
+/// The web Application's release `n` with an Argo Rollouts canary beside the Deployment:
+/// Rollout `canary`, 2 replicas, steps setWeight 50 then an indefinite pause, same page.
+fn canary_release(n: u32) -> Release {
+    let mut r = web_release(n, false);
+    r.canaries = vec![(
+        Web::new("canary", 2, &web_body(n)),
+        vec![
+            serde_json::json!({"setWeight": 50}),
+            serde_json::json!({"pause": {}}),
+        ],
+    )];
+    r
+}
+
 /// The db Application's release `n`: a StatefulSet of 2 under `updateStrategy: OnDelete`.
 fn db_release(n: u32) -> Release {
     Release {
@@ -724,6 +738,101 @@ async fn trap_old_release_still_serving(f: &mut Fixture) -> Result<String, Strin
     ))
 }
 
+/// Trap 6: an Argo Rollouts canary paused at 50 %: half its pods serve the new page, half
+/// the old one, Argo CD says Synced (and Suspended), `kubectl argo rollouts status
+/// --watch=false` exits 0 on Paused, and a GET through its Service answers either page. Ours
+/// waits naming the step and the weight; once promoted (what `kubectl argo rollouts promote`
+/// does at a pause step: the status' pause conditions cleared) it approves. The web
+/// Application keeps the Rollout from here on (the traps after this one use other
+/// Applications).
+async fn trap_canary_paused(f: &mut Fixture) -> Result<String, String> {
+    use cnpe_lab::cluster::rollouts::Rollout as ArgoRollout;
+    let gvk = kube::api::GroupVersionKind::gvk("argoproj.io", "v1alpha1", "Rollout");
+    if kube::discovery::pinned_kind(&f.web.cluster.client(), &gvk)
+        .await
+        .is_err()
+    {
+        return Err("Argo Rollouts' CRD is not served on this cluster: ci/hermetic/up.sh and ci/kind/up.sh install it (ci/hermetic/addons.sh)".into());
+    }
+    let (_, body) = f.web_good.clone();
+    let n = release_number(&body)?;
+    let first = f.web.commit(
+        &canary_release(n),
+        "Gate trap: an Argo Rollouts canary beside web",
+    )?;
+    f.web.point_at(&first).await?;
+    // A Rollout's first release goes to 100 % at once (no steps): the good state.
+    f.web.approved(&first, &body).await?;
+    let next = web_body(n + 1);
+    let sha = f.web.commit(
+        &canary_release(n + 1),
+        "Gate trap: the canary's next page, paused at 50 %",
+    )?;
+    f.web.point_at(&sha).await?;
+    let ns = f.web.cfg.namespace.clone();
+    let rollouts: Api<ArgoRollout> = Api::namespaced(f.web.cluster.client(), &ns);
+    let state = until_all(rollouts.clone(), "app=canary", "the canary paused at 50 %", |list| {
+        let r = list.iter().find(|r| r.metadata.name.as_deref() == Some("canary"))?;
+        let st = r.status.as_ref()?;
+        let paused = st.pause_conditions.iter().any(|p| p.reason == "CanaryPauseStep");
+        let split = st.current_pod_hash.is_some() && st.current_pod_hash != st.stable_rs;
+        (paused && split && st.ready_replicas == Some(2) && st.updated_replicas == Some(1)).then(|| {
+            format!(
+                "Rollout canary paused (CanaryPauseStep) at step {} with 1 of 2 pods at {} (new page) and 1 at stableRS {} (old page), Argo CD phase {}",
+                st.current_step_index.unwrap_or(0) + 1,
+                st.current_pod_hash.as_deref().unwrap_or("?"),
+                st.stable_rs.as_deref().unwrap_or("?"),
+                st.phase.as_deref().unwrap_or("?")
+            )
+        })
+    })
+    .await?;
+    let since = Instant::now();
+    let plugin = futures::future::join(
+        peers::argo_rollouts_status(&ns, "canary", false, TRAP_DEADLINE),
+        peers::argo_rollouts_status(&ns, "canary", true, TRAP_DEADLINE),
+    );
+    let ((mut peers, ours), (once, watched)) = tokio::join!(
+        f.peers(&f.web, &["deploy/web"], "canary", &sha, &next, since),
+        plugin
+    );
+    peers.extend([once, watched]);
+    let named = ours
+        .unmet()
+        .iter()
+        .any(|u| u.starts_with("workload_paused: Rollout") && u.contains("canary weight 50%"));
+    if !named {
+        return Err(format!(
+            "our gate did not name the pause with its step and weight: {:?}",
+            ours.unmet()
+        ));
+    }
+    let line = f.judge(
+        "canary_paused_at_50_percent",
+        TENANT,
+        &sha,
+        state,
+        peers,
+        &ours,
+        &["workload_paused", "old_revision_serving"],
+        &[],
+    )?;
+    rollouts
+        .patch_status(
+            "canary",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"status": {"pauseConditions": null}})),
+        )
+        .await
+        .map_err(|e| format!("promoting the canary (status.pauseConditions cleared): {e}"))?;
+    let ok = f.web.approved(&sha, &next).await?;
+    f.web_good = (sha, next);
+    Ok(format!(
+        "{line}; promoted, ours approved in {:.1}s",
+        ok.seconds
+    ))
+}
+
 /// Trap 2: Read at once after targetRevision moves to a release whose pods never get ready:
 /// Argo CD has not looked yet, so a Synced+Healthy read (and `rollout status` on the
 /// Deployment Argo CD has not changed yet) approve what never serves.
@@ -1037,6 +1146,7 @@ async fn set_up(lab_cfg: Config, lab_lock: LabLock) -> Result<Fixture, support::
         let kinds = [
             ("apps", "Deployment"),
             ("apps", "StatefulSet"),
+            ("argoproj.io", "Rollout"),
             ("", "Service"),
         ];
         f.web
@@ -1078,7 +1188,7 @@ type TrapFuture<'a> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + 'a>>;
 type TrapFn = for<'a> fn(&'a mut Fixture) -> TrapFuture<'a>;
 
-const TRAPS: [(&str, TrapFn); 6] = [
+const TRAPS: [(&str, TrapFn); 7] = [
     ("trap1_stray_pod_behind_the_service", |f| {
         Box::pin(trap_stray_pod(f))
     }),
@@ -1090,6 +1200,9 @@ const TRAPS: [(&str, TrapFn); 6] = [
     }),
     ("trap5_rollback_to_a_known_bad_replica_set", |f| {
         Box::pin(trap_rollback_to_bad_replica_set(f))
+    }),
+    ("trap6_canary_paused_at_50_percent", |f| {
+        Box::pin(trap_canary_paused(f))
     }),
     ("trap3_statefulset_on_delete", |f| {
         Box::pin(trap_statefulset_on_delete(f))

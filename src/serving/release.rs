@@ -193,16 +193,35 @@ pub fn service(cfg: &Config, web: &Web) -> Service {
     }
 }
 
+/// An Argo Rollouts canary Rollout of the same nginx (argoproj.io/v1alpha1; written as JSON,
+/// its schema is not in k8s-openapi) with `steps` (e.g. `{"setWeight": 50}`, `{"pause": {}}`)
+/// and no traffic router: the canary weight is the ratio of new to old pods behind its Service.
+pub fn canary_rollout(cfg: &Config, web: &Web, steps: &[Value]) -> Value {
+    serde_json::json!({
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Rollout",
+        "metadata": meta(cfg, &web.name, web.labels()),
+        "spec": {
+            "replicas": web.replicas,
+            "selector": {"matchLabels": web.labels()},
+            "template": value(&pod_template(cfg, web)),
+            "strategy": {"canary": {"steps": steps}},
+        },
+    })
+}
+
 fn value<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).expect("k8s-openapi types serialize")
 }
 
-/// A release: Deployments (with their rollout), StatefulSets (OnDelete or not), a Service for
-/// each, and any extra objects (the hook Job), as one `v1` List.
+/// A release: Deployments (with their rollout), StatefulSets (OnDelete or not), Argo Rollouts
+/// canaries, a Service for each, and any extra objects (the hook Job), as one `v1` List.
 #[derive(Debug, Clone, Default)]
 pub struct Release {
     pub deployments: Vec<(Web, Rollout)>,
     pub stateful_sets: Vec<(Web, bool)>,
+    /// Argo Rollouts canaries: the workload and its steps.
+    pub canaries: Vec<(Web, Vec<Value>)>,
     pub extra: Vec<Value>,
 }
 
@@ -215,6 +234,10 @@ impl Release {
         }
         for (web, on_delete) in &self.stateful_sets {
             items.push(value(&stateful_set(cfg, web, *on_delete)));
+            items.push(value(&service(cfg, web)));
+        }
+        for (web, steps) in &self.canaries {
+            items.push(canary_rollout(cfg, web, steps));
             items.push(value(&service(cfg, web)));
         }
         items.extend(self.extra.iter().cloned());
@@ -284,6 +307,13 @@ mod tests {
                 },
             )],
             stateful_sets: vec![(Web::new("db", 2, "v1"), true)],
+            canaries: vec![(
+                Web::new("canary", 2, "v1"),
+                vec![
+                    serde_json::json!({"setWeight": 50}),
+                    serde_json::json!({"pause": {}}),
+                ],
+            )],
             extra: vec![],
         }
         .build(&cfg());
@@ -292,7 +322,32 @@ mod tests {
             .iter()
             .map(|i| i["kind"].as_str().unwrap())
             .collect();
-        assert_eq!(kinds, ["Deployment", "Service", "StatefulSet", "Service"]);
+        assert_eq!(
+            kinds,
+            [
+                "Deployment",
+                "Service",
+                "StatefulSet",
+                "Service",
+                "Rollout",
+                "Service"
+            ]
+        );
+        let canary = &r.items[4];
+        assert_eq!(canary["apiVersion"], "argoproj.io/v1alpha1");
+        assert_eq!(canary["spec"]["selector"]["matchLabels"]["app"], "canary");
+        assert_eq!(
+            canary["spec"]["template"]["metadata"]["labels"]["app"],
+            "canary"
+        );
+        assert_eq!(
+            canary["spec"]["strategy"]["canary"]["steps"][0]["setWeight"],
+            50
+        );
+        // It parses as the gate reads Rollouts.
+        let read: crate::cluster::rollouts::Rollout =
+            serde_json::from_value(canary.clone()).unwrap();
+        assert_eq!(read.spec.replicas, Some(2));
         let d = &r.items[0];
         assert_eq!(d["spec"]["replicas"], 3);
         assert_eq!(d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 1);

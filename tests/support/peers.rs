@@ -27,6 +27,10 @@ pub enum Peer {
     CnpeWait,
     /// `cnpe-lab gate`: every endpoint, Argo CD fresh at the SHA, every workload at it.
     CnpeServingGate,
+    /// `kubectl argo rollouts status` (Argo Rollouts' plugin, from the module the controller
+    /// is built from): once (`--watch=false`, exit 0 unless Degraded) or watching to a timeout
+    /// (exit 0 only on Healthy).
+    ArgoRolloutsStatus,
 }
 
 impl Peer {
@@ -169,6 +173,39 @@ pub async fn rollout_status(ns: &str, workload: &str, deadline: Duration) -> Pee
         &["timed out", "exceeded its progress deadline"],
     );
     PeerResult::new(Peer::KubectlRolloutStatus, verdict, since, detail).on(workload)
+}
+
+/// `kubectl argo rollouts status ROLLOUT` in `ns`: `watch` to `deadline`, or once.
+pub async fn argo_rollouts_status(
+    ns: &str,
+    rollout: &str,
+    watch: bool,
+    deadline: Duration,
+) -> PeerResult {
+    let since = Instant::now();
+    let subject = format!(
+        "rollout/{rollout} {}",
+        if watch { "--timeout" } else { "--watch=false" }
+    );
+    let Some(plugin) = find_tool("kubectl-argo-rollouts", "CNPE_ARGO_ROLLOUTS_PLUGIN") else {
+        return PeerResult::new(
+            Peer::ArgoRolloutsStatus,
+            Verdict::NotRun,
+            since,
+            "kubectl-argo-rollouts not found (ci/hermetic/build.sh rollouts builds it)",
+        )
+        .on(&subject);
+    };
+    let t = format!("{}s", deadline.as_secs());
+    let mut args = vec!["-n", ns, "status", rollout];
+    if watch {
+        args.extend(["--timeout", &t]);
+    } else {
+        args.push("--watch=false");
+    }
+    let (code, detail) = run_tool(&plugin, &args, &[], deadline + Duration::from_secs(5)).await;
+    let verdict = Verdict::of_command(code, &detail, &["exceeded timeout", "degraded"]);
+    PeerResult::new(Peer::ArgoRolloutsStatus, verdict, since, detail).on(&subject)
 }
 
 /// Whether Argo CD runs as pods in `argocd_namespace` (else `argocd --core` cannot run).
