@@ -350,6 +350,37 @@ mod tests {
     }
 
     #[test]
+    fn rollouts_their_replica_sets_and_pods_route_to_the_application_listing_them() {
+        let mut f = fleet();
+        f.upsert(&app(
+            "canary",
+            "apps",
+            &[("argoproj.io", "Rollout", "web"), ("", "Service", "web")],
+        ));
+        let one = BTreeSet::from([key("canary")]);
+        assert_eq!(f.affected(Kind::Rollout, &meta("apps", "web")), one);
+        assert_eq!(
+            f.affected(
+                Kind::ReplicaSet,
+                &owned("apps", "web-6b7c9d", "Rollout", "web", None)
+            ),
+            one
+        );
+        // A Rollout's pods carry rollouts-pod-template-hash, not pod-template-hash.
+        let mut pod = owned("apps", "web-6b7c9d-x1", "ReplicaSet", "web-6b7c9d", None);
+        pod.labels = Some(
+            [(
+                crate::cluster::rollouts::POD_TEMPLATE_HASH.to_string(),
+                "6b7c9d".to_string(),
+            )]
+            .into(),
+        );
+        assert_eq!(f.affected(Kind::Pod, &pod), one);
+        // The same name in another namespace is another Application's or none.
+        assert!(f.affected(Kind::Rollout, &meta("shop", "web")).is_empty());
+    }
+
+    #[test]
     fn strays_and_relists_fan_out() {
         let f = fleet();
         assert_eq!(
