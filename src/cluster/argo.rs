@@ -248,8 +248,9 @@ pub struct AppCondition {
     pub last_transition_time: Option<String>,
 }
 
-/// Both kinds as typed kube resources, so `Api<Application>` reads, applies and watches them
-/// without a `DynamicObject` round trip.
+/// Namespaced argoproj.io/v1alpha1 kinds as typed kube resources, so `Api<Application>` (and
+/// Argo Rollouts' `Api<Rollout>`) reads, applies and watches them without a `DynamicObject`
+/// round trip.
 macro_rules! argo_resource {
     ($ty:ty, $kind:literal, $plural:literal) => {
         impl kube::Resource for $ty {
@@ -259,18 +260,20 @@ macro_rules! argo_resource {
                 $kind.into()
             }
             fn group(_: &()) -> std::borrow::Cow<'_, str> {
-                GROUP.into()
+                $crate::cluster::argo::GROUP.into()
             }
             fn version(_: &()) -> std::borrow::Cow<'_, str> {
-                VERSION.into()
+                $crate::cluster::argo::VERSION.into()
             }
             fn plural(_: &()) -> std::borrow::Cow<'_, str> {
                 $plural.into()
             }
-            fn meta(&self) -> &ObjectMeta {
+            fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
                 &self.metadata
             }
-            fn meta_mut(&mut self) -> &mut ObjectMeta {
+            fn meta_mut(
+                &mut self,
+            ) -> &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
                 &mut self.metadata
             }
         }
@@ -278,6 +281,7 @@ macro_rules! argo_resource {
 }
 argo_resource!(Application, "Application", "applications");
 argo_resource!(AppProject, "AppProject", "appprojects");
+pub(crate) use argo_resource;
 
 impl Application {
     /// Whether Argo CD's last comparison was of `sha` (status.sync.revision, or one of

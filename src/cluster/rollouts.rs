@@ -221,28 +221,7 @@ impl Rollout {
     }
 }
 
-impl kube::Resource for Rollout {
-    type DynamicType = ();
-    type Scope = kube::core::NamespaceResourceScope;
-    fn kind(_: &()) -> std::borrow::Cow<'_, str> {
-        "Rollout".into()
-    }
-    fn group(_: &()) -> std::borrow::Cow<'_, str> {
-        crate::cluster::argo::GROUP.into()
-    }
-    fn version(_: &()) -> std::borrow::Cow<'_, str> {
-        crate::cluster::argo::VERSION.into()
-    }
-    fn plural(_: &()) -> std::borrow::Cow<'_, str> {
-        "rollouts".into()
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+crate::cluster::argo::argo_resource!(Rollout, "Rollout", "rollouts");
 
 #[cfg(test)]
 mod tests {

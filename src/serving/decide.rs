@@ -909,6 +909,9 @@ fn endpoint(
                 .join(", ")
         }
     );
+    let unmodeled = pod
+        .filter(|_| owner.is_none())
+        .and_then(|p| unmodeled_owner(p, objects));
     match (pod_name, pod, owner) {
         (_, _, Some(_)) => {}
         (None, _, _) => {
@@ -931,8 +934,8 @@ fn endpoint(
                 format!("pod {p} is not in the watch (deleted, or not seen yet)"),
             );
         }
-        (Some(p), Some(obj), None) if unmodeled_owner(obj, objects).is_some() => {
-            let (kind, name, health) = unmodeled_owner(obj, objects).unwrap_or_default();
+        (Some(p), Some(_), None) if unmodeled.is_some() => {
+            let (kind, name, health) = unmodeled.unwrap_or_default();
             d.unmet(
                 Condition::UnmodeledWorkload,
                 &subject,
