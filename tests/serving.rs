@@ -326,7 +326,7 @@ impl World {
             pods: arcs(&self.pods),
             services: Vec::new(),
             endpoint_slices: arcs(&self.slices),
-            rollouts: Vec::new(),
+            ..Default::default()
         }
     }
 
