@@ -248,11 +248,20 @@ pub struct AppCondition {
     pub last_transition_time: Option<String>,
 }
 
-/// Namespaced argoproj.io/v1alpha1 kinds as typed kube resources, so `Api<Application>` (and
-/// Argo Rollouts' `Api<Rollout>`) reads, applies and watches them without a `DynamicObject`
-/// round trip.
+/// Namespaced custom kinds as typed kube resources, so `Api<Application>` (and Argo Rollouts'
+/// `Api<Rollout>`, Gateway API's `Api<HttpRoute>`) reads, applies and watches them without a
+/// `DynamicObject` round trip. Without a group and version: argoproj.io/v1alpha1.
 macro_rules! argo_resource {
     ($ty:ty, $kind:literal, $plural:literal) => {
+        $crate::cluster::argo::argo_resource!(
+            $ty,
+            $kind,
+            $plural,
+            $crate::cluster::argo::GROUP,
+            $crate::cluster::argo::VERSION
+        );
+    };
+    ($ty:ty, $kind:literal, $plural:literal, $group:expr, $version:expr) => {
         impl kube::Resource for $ty {
             type DynamicType = ();
             type Scope = kube::core::NamespaceResourceScope;
@@ -260,10 +269,10 @@ macro_rules! argo_resource {
                 $kind.into()
             }
             fn group(_: &()) -> std::borrow::Cow<'_, str> {
-                $crate::cluster::argo::GROUP.into()
+                $group.into()
             }
             fn version(_: &()) -> std::borrow::Cow<'_, str> {
-                $crate::cluster::argo::VERSION.into()
+                $version.into()
             }
             fn plural(_: &()) -> std::borrow::Cow<'_, str> {
                 $plural.into()

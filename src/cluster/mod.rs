@@ -4,6 +4,7 @@
 //! Every request is counted by a client layer, so the count cannot miss a call site.
 
 pub mod argo;
+pub mod gateway;
 pub mod kubeconfig;
 pub mod live;
 pub mod probe;

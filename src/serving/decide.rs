@@ -3,6 +3,7 @@
 use crate::cluster::argo::Application;
 use crate::serving::expect::Expect;
 use crate::serving::model::{Endpoint, EndpointKey, Objects, ProbeAnswer, Probes};
+use crate::serving::routes::{self, RouteCheck, RouteKind, RouteRef};
 use crate::serving::verdict::{
     endpoint_address, shown_body, Condition, Decision, EndpointReport, LieWindow, Unmet, Verdict,
 };
@@ -84,6 +85,23 @@ pub fn workloads_of(app: &Application) -> Vec<WorkloadRef> {
             let kind = WorkloadKind::from_group_kind(&group, &kind)?;
             Some(WorkloadRef {
                 kind,
+                namespace,
+                name,
+            })
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The routes of the Application: every Ingress and HTTPRoute in its `status.resources`,
+/// sorted, without duplicates.
+pub fn routes_of(app: &Application) -> Vec<RouteRef> {
+    let mut out: Vec<RouteRef> = resources(app)
+        .filter_map(|(group, kind, namespace, name)| {
+            Some(RouteRef {
+                kind: RouteKind::from_group_kind(&group, &kind)?,
                 namespace,
                 name,
             })
@@ -677,6 +695,7 @@ pub fn decide(
     let mut d = Draft::default();
     let mut reports = Vec::new();
     let mut checks: Vec<WorkloadCheck> = Vec::new();
+    let mut route_checks: Vec<RouteCheck> = Vec::new();
     match &objects.application {
         None => {
             d.unmet(
@@ -731,6 +750,12 @@ pub fn decide(
                     format!("no pod behind Service {} is ready: failing readiness, or a selector that matches no pod", names.join(", ")),
                 );
             }
+            for r in routes_of(app) {
+                let c = routes::check(&r, objects, &services);
+                d.unmet.extend(c.unmet.iter().cloned());
+                d.causes.extend(c.likely_causes.iter().cloned());
+                route_checks.push(c);
+            }
             for ep in &eps {
                 reports.push(endpoint(
                     &mut d, request, objects, probes, now, &wl, &checks, ep,
@@ -756,6 +781,7 @@ pub fn decide(
         decided_at: now,
         unmet: d.unmet,
         endpoints: reports,
+        routes: route_checks,
         likely_causes: Vec::new(),
         lie_window: lie.clone(),
     };

@@ -17,6 +17,7 @@ pub mod index;
 pub mod model;
 pub mod prober;
 pub mod release;
+pub mod routes;
 pub mod run;
 pub mod verdict;
 pub mod watch;

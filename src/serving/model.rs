@@ -2,10 +2,12 @@
 //! endpoints to probe and the probe answers.
 
 use crate::cluster::argo::Application;
+use crate::cluster::gateway::HttpRoute;
 use crate::cluster::rollouts::Rollout;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -26,6 +28,9 @@ pub struct Objects {
     pub pods: Vec<Arc<Pod>>,
     pub services: Vec<Arc<Service>>,
     pub endpoint_slices: Vec<Arc<EndpointSlice>>,
+    pub ingresses: Vec<Arc<Ingress>>,
+    /// Empty where Gateway API's CRDs are not installed.
+    pub http_routes: Vec<Arc<HttpRoute>>,
 }
 
 /// One endpoint to probe on its own: a ready or serving address of a Service's EndpointSlice.

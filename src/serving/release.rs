@@ -210,6 +210,47 @@ pub fn canary_rollout(cfg: &Config, web: &Web, steps: &[Value]) -> Value {
     })
 }
 
+/// The namespace of the ingress controller and its Gateway on our clusters
+/// (ci/hermetic/addons.sh, ci/kind/up.sh).
+pub const INGRESS_NAMESPACE: &str = "cnpe-ingress";
+/// The Gateway every HTTPRoute of a release attaches to, and the IngressClass of an Ingress.
+pub const GATEWAY: &str = "web";
+pub const INGRESS_CLASS: &str = "traefik";
+
+/// An Ingress `name` of class traefik sending every host's `/` to Service `backend` port 80.
+/// Host-less on purpose: a client reaches it through the controller without a Host header.
+pub fn ingress(cfg: &Config, name: &str, backend: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": meta(cfg, name, BTreeMap::from([("app".to_string(), name.to_string())])),
+        "spec": {
+            "ingressClassName": INGRESS_CLASS,
+            "rules": [{"http": {"paths": [{"path": "/", "pathType": "Prefix",
+                "backend": {"service": {"name": backend, "port": {"number": 80}}}}]}}],
+        },
+    })
+}
+
+/// An HTTPRoute `name` on Gateway cnpe-ingress/web sending `/` (any host) to the weighted
+/// Services `backends` (name, weight) on port 80.
+pub fn http_route(cfg: &Config, name: &str, backends: &[(&str, i32)]) -> Value {
+    let refs: Vec<Value> = backends
+        .iter()
+        .map(|(b, w)| serde_json::json!({"name": b, "port": 80, "weight": w}))
+        .collect();
+    serde_json::json!({
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": meta(cfg, name, BTreeMap::from([("app".to_string(), name.to_string())])),
+        "spec": {
+            "parentRefs": [{"name": GATEWAY, "namespace": INGRESS_NAMESPACE}],
+            "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+                "backendRefs": refs}],
+        },
+    })
+}
+
 fn value<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).expect("k8s-openapi types serialize")
 }

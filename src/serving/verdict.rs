@@ -53,12 +53,19 @@ pub enum Condition {
     /// (a bare ReplicaSet, a custom controller): its revision cannot be read, so it fails
     /// closed, by name.
     UnmodeledWorkload,
+    /// A backend of a route of the Application (Ingress, HTTPRoute) that gets traffic and is
+    /// not a Service of the Application (outside it, missing, another kind, a port it lacks).
+    RouteBackend,
+    /// An HTTPRoute rule whose weights send nothing to the Application's Services.
+    RouteWeight,
+    /// An HTTPRoute not Accepted (or with unresolved references) by a Gateway it names.
+    RouteAccepted,
     Deadline,
 }
 
 impl Condition {
     /// Every condition, in the order they are checked.
-    pub const ALL: [Condition; 20] = [
+    pub const ALL: [Condition; 23] = [
         Condition::ApplicationExists,
         Condition::SyncRevision,
         Condition::OperationRevision,
@@ -78,6 +85,9 @@ impl Condition {
         Condition::EndpointAnswers,
         Condition::StrayEndpoint,
         Condition::UnmodeledWorkload,
+        Condition::RouteBackend,
+        Condition::RouteWeight,
+        Condition::RouteAccepted,
         Condition::Deadline,
     ];
 
@@ -103,6 +113,9 @@ impl Condition {
             Condition::EndpointAnswers => "endpoint_answers",
             Condition::StrayEndpoint => "stray_endpoint",
             Condition::UnmodeledWorkload => "unmodeled_workload",
+            Condition::RouteBackend => "route_backend",
+            Condition::RouteWeight => "route_weight",
+            Condition::RouteAccepted => "route_accepted",
             Condition::Deadline => "deadline",
         }
     }
@@ -189,6 +202,10 @@ pub struct Verdict {
     pub decided_at: Timestamp,
     pub unmet: Vec<Unmet>,
     pub endpoints: Vec<EndpointReport>,
+    /// The Application's Ingresses and HTTPRoutes and where each sends clients (left out of
+    /// the JSON when it has none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<crate::serving::routes::RouteCheck>,
     pub likely_causes: Vec<String>,
     pub lie_window: LieWindow,
 }
@@ -199,7 +216,8 @@ impl Verdict {
     ///
     /// Layout: `gate <ns>/<app> at <sha12>: APPROVED|PENDING|REJECTED`, then `unmet:` (one
     /// line per condition with want and live value), `endpoints:` (pod, owner, revision,
-    /// conditions, answer), `likely causes:`, and the lie window. Bodies are cut to
+    /// conditions, answer), `routes:` (each backend of each Ingress and HTTPRoute, when there are
+    /// any), `likely causes:`, and the lie window. Bodies are cut to
     /// [`SHOWN_BODY`] characters. Only what is in the verdict is printed: no credential ever is.
     pub fn render_text(&self) -> String {
         use std::fmt::Write;
@@ -261,6 +279,29 @@ impl Verdict {
                     answer,
                     if e.matched { "matched" } else { "not matched" }
                 );
+            }
+        }
+        if !self.routes.is_empty() {
+            out.push_str("routes:\n");
+            for r in &self.routes {
+                for b in &r.backends {
+                    let weight = b
+                        .backend
+                        .weight
+                        .map(|w| format!(" weight {w}"))
+                        .unwrap_or_default();
+                    let _ = writeln!(
+                        out,
+                        "  - {} {} -> {}/{}{weight}: {}",
+                        r.route.subject(),
+                        b.backend.rule,
+                        b.backend.namespace,
+                        b.backend.name,
+                        b.problem
+                            .as_deref()
+                            .unwrap_or("a Service of the Application")
+                    );
+                }
             }
         }
         if !self.likely_causes.is_empty() {
