@@ -24,7 +24,8 @@ ERRORS, check, load_all, dig = _manifests.ERRORS, _manifests.check, _manifests.l
 READ = {"get", "list", "watch"}
 # What src/serving/watch.rs watches: (apiGroup, resource) per namespace role.
 APP_RULES = {("apps", r) for r in ("deployments", "replicasets", "statefulsets", "daemonsets")} | {
-    ("", "pods"), ("", "services"), ("discovery.k8s.io", "endpointslices"), ("argoproj.io", "rollouts")}
+    ("", "pods"), ("", "services"), ("discovery.k8s.io", "endpointslices"), ("argoproj.io", "rollouts"),
+    ("networking.k8s.io", "ingresses"), ("gateway.networking.k8s.io", "httproutes")}
 ARGOCD_RULES = {("argoproj.io", "applications")}
 FORBIDDEN = {"secrets", "pods/proxy", "services/proxy", "nodes/proxy", "pods/exec", "pods/attach",
              "pods/portforward", "serviceaccounts/token", "*"}

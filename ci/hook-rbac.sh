@@ -97,15 +97,18 @@ done
 read_verbs=(get list watch)
 write_verbs=(create update patch delete deletecollection)
 app_resources=(deployments.apps replicasets.apps statefulsets.apps daemonsets.apps pods services
-               endpointslices.discovery.k8s.io rollouts.argoproj.io)
+               endpointslices.discovery.k8s.io rollouts.argoproj.io ingresses.networking.k8s.io
+               httproutes.gateway.networking.k8s.io)
 # kubectl cannot map a resource the server does not serve, and then answers "no" whatever the
-# Role says: where Argo Rollouts' CRD is absent (the gate does not watch Rollouts there), the
-# rollouts rows are left out, said once.
+# Role says: where an add-on's CRD is absent (Argo Rollouts, Gateway API; the gate does not
+# watch that kind there), its rows are left out, said once.
 crds="$(kubectl get crd -o name 2>/dev/null || true)"
-if [[ $'\n'"$crds"$'\n' != *$'\n'customresourcedefinition.apiextensions.k8s.io/rollouts.argoproj.io$'\n'* ]]; then
-  say "Argo Rollouts' CRD is not served here: rollouts.argoproj.io is left out of the matrix"
-  app_resources=("${app_resources[@]/rollouts.argoproj.io/}")
-fi
+for crd in rollouts.argoproj.io httproutes.gateway.networking.k8s.io; do
+  if [[ $'\n'"$crds"$'\n' != *$'\n'customresourcedefinition.apiextensions.k8s.io/$crd$'\n'* ]]; then
+    say "the CRD $crd is not served here: it is left out of the matrix"
+    app_resources=("${app_resources[@]/$crd/}")
+  fi
+done
 rows=()      # "WANT NAMESPACE VERB RESOURCE [SUBRESOURCE]"; namespace "-" = cluster scope
 want() { rows+=("$*"); }
 

@@ -177,7 +177,9 @@ impl FleetIndex {
             | Kind::StatefulSet
             | Kind::DaemonSet
             | Kind::Service
-            | Kind::Rollout => self.listing(kind, ns, name),
+            | Kind::Rollout
+            | Kind::Ingress
+            | Kind::HttpRoute => self.listing(kind, ns, name),
             Kind::ReplicaSet => owners
                 .filter_map(|o| match o.kind.as_str() {
                     "Deployment" => Some((Kind::Deployment, o.name.as_str())),

@@ -222,6 +222,8 @@ fn objects_for(stores: &Stores, name: &str, namespaces: &BTreeSet<String>) -> Ob
         services: in_namespaces(&stores.services, namespaces),
         endpoint_slices: in_namespaces(&stores.endpoint_slices, namespaces),
         rollouts: in_namespaces(&stores.rollouts, namespaces),
+        ingresses: in_namespaces(&stores.ingresses, namespaces),
+        http_routes: in_namespaces(&stores.http_routes, namespaces),
     }
 }
 
@@ -345,8 +347,8 @@ pub async fn run(cluster: &Cluster, opts: &Options) -> Result<Outcome, GateError
         1 => Scope::Namespace(all_ns.iter().next().unwrap().clone()),
         _ => Scope::Cluster,
     };
-    let rollouts = Watches::rollouts_served(cluster).await;
-    let watches = Watches::start_workloads(cluster, apps_watch, scope.clone(), rollouts, tx);
+    let served = Watches::optional_served(cluster).await;
+    let watches = Watches::start_workloads(cluster, apps_watch, scope.clone(), &served, tx);
     let left = opts.timeout.saturating_sub(started.elapsed());
     watches
         .ready(
@@ -731,6 +733,8 @@ mod tests {
             services: reflector::store().0,
             endpoint_slices: reflector::store().0,
             rollouts: reflector::store().0,
+            ingresses: reflector::store().0,
+            http_routes: reflector::store().0,
         }
     }
 

@@ -6,6 +6,7 @@
 //! Applications).
 
 use crate::cluster::argo::Application;
+use crate::cluster::gateway::HttpRoute;
 use crate::cluster::live::watch_backoff;
 use crate::cluster::rollouts::Rollout;
 use crate::cluster::Cluster;
@@ -13,6 +14,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
@@ -37,10 +39,13 @@ pub enum Kind {
     EndpointSlice,
     /// Watched only where the cluster serves Argo Rollouts' CRD.
     Rollout,
+    Ingress,
+    /// Watched only where the cluster serves Gateway API's HTTPRoute CRD.
+    HttpRoute,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Application,
         Kind::Deployment,
         Kind::ReplicaSet,
@@ -50,6 +55,8 @@ impl Kind {
         Kind::Service,
         Kind::EndpointSlice,
         Kind::Rollout,
+        Kind::Ingress,
+        Kind::HttpRoute,
     ];
 
     /// (API group, resource plural), as RBAC names it.
@@ -64,6 +71,8 @@ impl Kind {
             Kind::Service => ("", "services"),
             Kind::EndpointSlice => ("discovery.k8s.io", "endpointslices"),
             Kind::Rollout => (crate::cluster::argo::GROUP, "rollouts"),
+            Kind::Ingress => ("networking.k8s.io", "ingresses"),
+            Kind::HttpRoute => (crate::cluster::gateway::GROUP, "httproutes"),
         }
     }
 
@@ -80,6 +89,8 @@ impl Kind {
             Kind::Service => "Service",
             Kind::EndpointSlice => "EndpointSlice",
             Kind::Rollout => "Rollout",
+            Kind::Ingress => "Ingress",
+            Kind::HttpRoute => "HTTPRoute",
         };
         (group, kind)
     }
@@ -92,7 +103,16 @@ impl Kind {
 
     /// Whether the gate watches it only when the cluster serves it (a CRD of an add-on).
     pub fn optional(self) -> bool {
-        self == Kind::Rollout
+        self.crd_version().is_some()
+    }
+
+    /// The API version of an add-on's kind (what discovery is asked for).
+    fn crd_version(self) -> Option<&'static str> {
+        match self {
+            Kind::Rollout => Some(crate::cluster::argo::VERSION),
+            Kind::HttpRoute => Some(crate::cluster::gateway::VERSION),
+            _ => None,
+        }
     }
 }
 
@@ -144,6 +164,9 @@ pub struct Stores {
     pub endpoint_slices: Store<EndpointSlice>,
     /// Empty (no writer) where Argo Rollouts is not installed.
     pub rollouts: Store<Rollout>,
+    pub ingresses: Store<Ingress>,
+    /// Empty (no writer) where Gateway API is not installed.
+    pub http_routes: Store<HttpRoute>,
 }
 
 pub struct Watches {
@@ -255,21 +278,28 @@ impl Watches {
         (store, task, last_error)
     }
 
-    /// Whether the cluster serves Argo Rollouts' Rollout (its CRD is installed): one
-    /// discovery request, which needs no RBAC beyond an authenticated user's.
-    pub async fn rollouts_served(cluster: &Cluster) -> bool {
-        let gvk = kube::api::GroupVersionKind::gvk(
-            crate::cluster::argo::GROUP,
-            crate::cluster::argo::VERSION,
-            "Rollout",
-        );
-        kube::discovery::pinned_kind(&cluster.client(), &gvk)
-            .await
-            .is_ok()
+    /// The add-on kinds (see [`Kind::optional`]) the cluster serves (their CRDs installed): one
+    /// discovery request each, which needs no RBAC beyond an authenticated user's.
+    pub async fn optional_served(cluster: &Cluster) -> Vec<Kind> {
+        let mut out = Vec::new();
+        for kind in Kind::ALL {
+            let Some(version) = kind.crd_version() else {
+                continue;
+            };
+            let (group, name) = kind.group_kind();
+            let gvk = kube::api::GroupVersionKind::gvk(group, version, name);
+            if kube::discovery::pinned_kind(&cluster.client(), &gvk)
+                .await
+                .is_ok()
+            {
+                out.push(kind);
+            }
+        }
+        out
     }
 
     /// Starts the other watches in `scope`, sharing the Application watch's channel: the
-    /// seven built-in kinds, and Rollouts when `rollouts` (see [`Watches::rollouts_served`]).
+    /// built-in kinds, and the add-on kinds in `served` (see [`Watches::optional_served`]).
     pub fn start_workloads(
         cluster: &Cluster,
         applications: (
@@ -278,7 +308,7 @@ impl Watches {
             Arc<Mutex<Option<WatchError>>>,
         ),
         scope: Scope,
-        rollouts: bool,
+        served: &[Kind],
         tx: mpsc::UnboundedSender<Change>,
     ) -> Watches {
         let (apps, app_task, last_error) = applications;
@@ -291,40 +321,45 @@ impl Watches {
                 }
             };
         }
-        let cfg = watcher::Config::default;
-        let e = &last_error;
-        let (deployments, t1) = spawn(Kind::Deployment, api!(), cfg(), tx.clone(), e.clone());
-        let (replica_sets, t2) = spawn(Kind::ReplicaSet, api!(), cfg(), tx.clone(), e.clone());
-        let (stateful_sets, t3) = spawn(Kind::StatefulSet, api!(), cfg(), tx.clone(), e.clone());
-        let (daemon_sets, t4) = spawn(Kind::DaemonSet, api!(), cfg(), tx.clone(), e.clone());
-        let (pods, t5) = spawn(Kind::Pod, api!(), cfg(), tx.clone(), e.clone());
-        let (services, t6) = spawn(Kind::Service, api!(), cfg(), tx.clone(), e.clone());
-        let mut tasks = vec![app_task, t1, t2, t3, t4, t5, t6];
-        let rollouts = if rollouts {
-            let (store, task) = spawn(Kind::Rollout, api!(), cfg(), tx.clone(), e.clone());
-            tasks.push(task);
-            Some(store)
-        } else {
-            None
-        };
-        let (endpoint_slices, t7) = spawn(Kind::EndpointSlice, api!(), cfg(), tx, e.clone());
-        tasks.push(t7);
-        let kinds = Kind::ALL
+        let kinds: Vec<Kind> = Kind::ALL
             .into_iter()
-            .filter(|k| !k.optional() || rollouts.is_some())
+            .filter(|k| *k != Kind::Application && (!k.optional() || served.contains(k)))
             .collect();
+        let mut tasks = vec![app_task];
+        // A kind not watched keeps an empty store (no writer): its objects are never seen.
+        macro_rules! watch {
+            ($kind:expr) => {
+                if kinds.contains(&$kind) {
+                    let (store, task) = spawn(
+                        $kind,
+                        api!(),
+                        watcher::Config::default(),
+                        tx.clone(),
+                        last_error.clone(),
+                    );
+                    tasks.push(task);
+                    store
+                } else {
+                    reflector::store().0
+                }
+            };
+        }
+        let stores = Stores {
+            applications: apps,
+            deployments: watch!(Kind::Deployment),
+            replica_sets: watch!(Kind::ReplicaSet),
+            stateful_sets: watch!(Kind::StatefulSet),
+            daemon_sets: watch!(Kind::DaemonSet),
+            pods: watch!(Kind::Pod),
+            services: watch!(Kind::Service),
+            endpoint_slices: watch!(Kind::EndpointSlice),
+            rollouts: watch!(Kind::Rollout),
+            ingresses: watch!(Kind::Ingress),
+            http_routes: watch!(Kind::HttpRoute),
+        };
+        let kinds = std::iter::once(Kind::Application).chain(kinds).collect();
         Watches {
-            stores: Stores {
-                applications: apps,
-                deployments,
-                replica_sets,
-                stateful_sets,
-                daemon_sets,
-                pods,
-                services,
-                endpoint_slices,
-                rollouts: rollouts.unwrap_or_else(|| reflector::store().0),
-            },
+            stores,
             scope,
             kinds,
             last_error,
@@ -335,45 +370,22 @@ impl Watches {
     /// Waits until every watch has listed once, or `deadline` passes (then names the watches
     /// that have not, and the last error: a Forbidden here is the ServiceAccount's RBAC).
     pub async fn ready(&self, deadline: Duration) -> anyhow::Result<()> {
-        let s = &self.stores;
         let all = async {
-            let _ = s.applications.wait_until_ready().await;
-            let _ = s.deployments.wait_until_ready().await;
-            let _ = s.replica_sets.wait_until_ready().await;
-            let _ = s.stateful_sets.wait_until_ready().await;
-            let _ = s.daemon_sets.wait_until_ready().await;
-            let _ = s.pods.wait_until_ready().await;
-            let _ = s.services.wait_until_ready().await;
-            let _ = s.endpoint_slices.wait_until_ready().await;
-            if self.kinds.contains(&Kind::Rollout) {
-                let _ = s.rollouts.wait_until_ready().await;
+            for kind in &self.kinds {
+                self.wait_listed(*kind).await;
             }
         };
         if tokio::time::timeout(deadline, all).await.is_ok() {
             return Ok(());
         }
-        let now = Duration::ZERO;
         let mut missing = Vec::new();
-        macro_rules! check {
-            ($store:expr, $name:literal) => {
-                if tokio::time::timeout(now, $store.wait_until_ready())
-                    .await
-                    .is_err()
-                {
-                    missing.push($name);
-                }
-            };
-        }
-        check!(s.applications, "Application");
-        check!(s.deployments, "Deployment");
-        check!(s.replica_sets, "ReplicaSet");
-        check!(s.stateful_sets, "StatefulSet");
-        check!(s.daemon_sets, "DaemonSet");
-        check!(s.pods, "Pod");
-        check!(s.services, "Service");
-        check!(s.endpoint_slices, "EndpointSlice");
-        if self.kinds.contains(&Kind::Rollout) {
-            check!(s.rollouts, "Rollout");
+        for kind in &self.kinds {
+            if tokio::time::timeout(Duration::ZERO, self.wait_listed(*kind))
+                .await
+                .is_err()
+            {
+                missing.push(kind.group_kind().1);
+            }
         }
         anyhow::bail!(
             "the {} watch(es) did not list within {deadline:?}{}",
@@ -382,6 +394,24 @@ impl Watches {
                 .map(|e| format!("; last error ({:?}): {}", e.kind, e.message))
                 .unwrap_or_default()
         )
+    }
+
+    /// Until `kind`'s store has listed once (a store without a writer never does).
+    async fn wait_listed(&self, kind: Kind) {
+        let s = &self.stores;
+        let _ = match kind {
+            Kind::Application => s.applications.wait_until_ready().await,
+            Kind::Deployment => s.deployments.wait_until_ready().await,
+            Kind::ReplicaSet => s.replica_sets.wait_until_ready().await,
+            Kind::StatefulSet => s.stateful_sets.wait_until_ready().await,
+            Kind::DaemonSet => s.daemon_sets.wait_until_ready().await,
+            Kind::Pod => s.pods.wait_until_ready().await,
+            Kind::Service => s.services.wait_until_ready().await,
+            Kind::EndpointSlice => s.endpoint_slices.wait_until_ready().await,
+            Kind::Rollout => s.rollouts.wait_until_ready().await,
+            Kind::Ingress => s.ingresses.wait_until_ready().await,
+            Kind::HttpRoute => s.http_routes.wait_until_ready().await,
+        };
     }
 
     pub fn last_error(&self) -> Option<WatchError> {
