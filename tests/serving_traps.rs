@@ -833,6 +833,205 @@ async fn trap_canary_paused(f: &mut Fixture) -> Result<String, String> {
     ))
 }
 
+/// Which route a route trap puts in front of the web Application.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RouteTrap {
+    /// An Ingress whose backend is a Service outside the Application.
+    IngressOutside,
+    /// An HTTPRoute weighted 100/0 towards a Service outside the Application.
+    HttpRouteWeighted,
+}
+
+impl RouteTrap {
+    fn name(self) -> &'static str {
+        match self {
+            RouteTrap::IngressOutside => "ingress_to_a_service_outside_the_app",
+            RouteTrap::HttpRouteWeighted => "http_route_weighted_100_0_to_the_old_backend",
+        }
+    }
+
+    /// The route object for the release, sending its traffic to `to` (all of it).
+    fn route(self, cfg: &Config, to: &str) -> serde_json::Value {
+        match self {
+            RouteTrap::IngressOutside => release::ingress(cfg, "web", to),
+            RouteTrap::HttpRouteWeighted if to == "web" => {
+                release::http_route(cfg, "web", &[("web", 100)])
+            }
+            RouteTrap::HttpRouteWeighted => {
+                release::http_route(cfg, "web", &[(to, 100), ("web", 0)])
+            }
+        }
+    }
+
+    fn reasons(self) -> &'static [&'static str] {
+        match self {
+            RouteTrap::IngressOutside => &["route_backend"],
+            RouteTrap::HttpRouteWeighted => &["route_weight", "route_backend"],
+        }
+    }
+
+    /// The cluster serves what the trap needs: IngressClass traefik, or the Gateway API's
+    /// HTTPRoute and Gateway cnpe-ingress/web (ci/hermetic/addons.sh installs both).
+    async fn served(self, client: kube::Client) -> Result<(), String> {
+        use k8s_openapi::api::networking::v1::IngressClass;
+        let add_ons =
+            "ci/hermetic/up.sh installs them (ci/hermetic/addons.sh); ci/kind/up.sh does not yet";
+        match self {
+            RouteTrap::IngressOutside => {
+                let classes: Api<IngressClass> = Api::all(client);
+                match classes.get_opt(release::INGRESS_CLASS).await {
+                    Ok(Some(_)) => Ok(()),
+                    Ok(None) => Err(format!(
+                        "IngressClass {} is not on this cluster: {add_ons}",
+                        release::INGRESS_CLASS
+                    )),
+                    Err(e) => Err(format!(
+                        "reading IngressClass {}: {e}",
+                        release::INGRESS_CLASS
+                    )),
+                }
+            }
+            RouteTrap::HttpRouteWeighted => {
+                let gvk = kube::api::GroupVersionKind::gvk(
+                    "gateway.networking.k8s.io",
+                    "v1",
+                    "HTTPRoute",
+                );
+                kube::discovery::pinned_kind(&client, &gvk)
+                    .await
+                    .map(|_| ())
+                    .map_err(|_| format!("the Gateway API's HTTPRoute CRD is not served on this cluster: {add_ons}"))
+            }
+        }
+    }
+}
+
+/// What a client of the ingress controller gets: the controller's web entrypoint, Traefik on the
+/// host at 127.0.0.1:$CNPE_TRAEFIK_PORT (default 18080, as ci/hermetic/addons.sh starts it).
+async fn through_the_controller() -> Result<(u16, String), String> {
+    let port = std::env::var("CNPE_TRAEFIK_PORT").unwrap_or_else(|_| "18080".into());
+    let url = format!("http://127.0.0.1:{port}/");
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let resp = client
+        .get(&url)
+        .send()
+        .await
+        .map_err(|e| format!("GET {url} (the ingress controller): {e}"))?;
+    let code = resp.status().as_u16();
+    let page = resp.text().await.map_err(|e| format!("GET {url}: {e}"))?;
+    Ok((code, page))
+}
+
+/// Follows the controller's answers until one is `body` (a route takes the controller a moment
+/// to pick up), naming the last answer at the deadline.
+async fn controller_answers(body: &str, what: &str) -> Result<(), String> {
+    let deadline = Instant::now() + STATE_DEADLINE;
+    let mut last;
+    loop {
+        last = through_the_controller().await;
+        if matches!(&last, Ok((200, page)) if page == body) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "{what}: the ingress controller did not answer {body:?} within {STATE_DEADLINE:?}; last answer {last:?}"
+            ));
+        }
+        // The controller has no watchable state of its own: poll its answer, briefly.
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Traps 7 and 8: the release is rolled out, Argo CD says Synced + Healthy, `rollout status`
+/// and a GET through the Service `web` see the new page, and every client arriving through the
+/// ingress controller gets the old one: the route sends them to `legacy`, a Deployment and
+/// Service outside the Application (what a hand-made blue/green leaves behind). Ours rejects
+/// naming the route; once the route sends its traffic to `web`, it approves.
+async fn trap_route(f: &mut Fixture, trap: RouteTrap) -> Result<String, String> {
+    trap.served(f.web.cluster.client()).await?;
+    let (_, body) = f.web_good.clone();
+    let n = release_number(&body)?;
+    let old_body = web_body(n.saturating_sub(1));
+    let ns = f.web.cfg.namespace.clone();
+    let deploys: Api<Deployment> = Api::namespaced(f.web.cluster.client(), &ns);
+    let services: Api<k8s_openapi::api::core::v1::Service> =
+        Api::namespaced(f.web.cluster.client(), &ns);
+    let legacy = Web::new("legacy", 1, &old_body);
+    let rollout = Rollout::RollingUpdate {
+        max_unavailable: 1,
+        max_surge: 0,
+    };
+    // Created here, not by Argo CD: the old release's backend lives outside the Application.
+    let pp = PostParams::default();
+    deploys
+        .create(&pp, &release::deployment(&f.web.cfg, &legacy, rollout))
+        .await
+        .map_err(err)?;
+    services
+        .create(&pp, &release::service(&f.web.cfg, &legacy))
+        .await
+        .map_err(err)?;
+    let result = async {
+        until(deploys.clone(), "legacy", "1 of 1 ready", |d: Option<&Deployment>| {
+            d.and_then(|d| d.status.as_ref())
+                .is_some_and(|s| s.ready_replicas == Some(1))
+        })
+        .await?;
+        let mut bad = web_release(n, false);
+        bad.extra = vec![trap.route(&f.web.cfg, "legacy")];
+        let sha = f.web.commit(&bad, &format!("Gate trap: {}", trap.name()))?;
+        f.web.point_at(&sha).await?;
+        f.web.argo_at(&sha, &["Healthy"]).await?;
+        controller_answers(&old_body, "the trap state").await?;
+        let state = format!(
+            "Argo CD Synced+Healthy at {}, Deployment web 3/3 serving {body:?}, the {} in the app sends every client of the ingress controller to Service legacy (outside the app), which answers {old_body:?}",
+            &sha[..7],
+            match trap {
+                RouteTrap::IngressOutside => "Ingress web",
+                RouteTrap::HttpRouteWeighted => "HTTPRoute web (legacy 100, web 0)",
+            }
+        );
+        let since = Instant::now();
+        let (peers, ours) = f
+            .peers(&f.web, &["deploy/web"], "web", &sha, &body, since)
+            .await;
+        let line = f.judge(trap.name(), TENANT, &sha, state, peers, &ours, trap.reasons(), &[])?;
+        let mut fixed = web_release(n, false);
+        fixed.extra = vec![trap.route(&f.web.cfg, "web")];
+        let good = f.web.commit(&fixed, "Gate trap: the route sends its clients to web")?;
+        f.web.point_at(&good).await?;
+        f.web.argo_at(&good, &["Healthy"]).await?;
+        controller_answers(&body, "the fixed route").await?;
+        let ok = f.web.approved(&good, &body).await?;
+        f.web_good = (good, body.clone());
+        Ok::<String, String>(format!(
+            "{line}; route to web, the controller answers {body:?}, ours approved in {:.1}s",
+            ok.seconds
+        ))
+    }
+    .await;
+    // Whatever happened, legacy goes.
+    let dp = DeleteParams::default();
+    let gone = async {
+        services.delete("legacy", &dp).await.map_err(err)?;
+        deploys.delete("legacy", &dp).await.map_err(err)?;
+        until(
+            deploys.clone(),
+            "legacy",
+            "gone",
+            |d: Option<&Deployment>| d.is_none(),
+        )
+        .await
+    }
+    .await;
+    let line = result?;
+    gone?;
+    Ok(line)
+}
+
 /// Trap 2: Read at once after targetRevision moves to a release whose pods never get ready:
 /// Argo CD has not looked yet, so a Synced+Healthy read (and `rollout status` on the
 /// Deployment Argo CD has not changed yet) approve what never serves.
@@ -1148,6 +1347,8 @@ async fn set_up(lab_cfg: Config, lab_lock: LabLock) -> Result<Fixture, support::
             ("apps", "StatefulSet"),
             ("argoproj.io", "Rollout"),
             ("", "Service"),
+            ("networking.k8s.io", "Ingress"),
+            ("gateway.networking.k8s.io", "HTTPRoute"),
         ];
         f.web
             .cluster
@@ -1188,7 +1389,7 @@ type TrapFuture<'a> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + 'a>>;
 type TrapFn = for<'a> fn(&'a mut Fixture) -> TrapFuture<'a>;
 
-const TRAPS: [(&str, TrapFn); 7] = [
+const TRAPS: [(&str, TrapFn); 9] = [
     ("trap1_stray_pod_behind_the_service", |f| {
         Box::pin(trap_stray_pod(f))
     }),
@@ -1200,6 +1401,12 @@ const TRAPS: [(&str, TrapFn); 7] = [
     }),
     ("trap5_rollback_to_a_known_bad_replica_set", |f| {
         Box::pin(trap_rollback_to_bad_replica_set(f))
+    }),
+    ("trap7_ingress_to_a_service_outside_the_app", |f| {
+        Box::pin(trap_route(f, RouteTrap::IngressOutside))
+    }),
+    ("trap8_http_route_weighted_100_0_to_the_old_backend", |f| {
+        Box::pin(trap_route(f, RouteTrap::HttpRouteWeighted))
     }),
     ("trap6_canary_paused_at_50_percent", |f| {
         Box::pin(trap_canary_paused(f))
