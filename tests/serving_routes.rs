@@ -282,3 +282,21 @@ proptest! {
         prop_assert_ne!(v.decision, Decision::Rejected);
     }
 }
+
+/// What a user reads when a route sends the clients elsewhere: the route section with each
+/// backend and its problem, the unmet conditions and the likely causes.
+#[test]
+fn a_rejected_route_reads_as_a_route_section() {
+    let mut w = routed(HTTP_ROUTE);
+    with_legacy(&mut w);
+    w.http_routes.push(http_route(
+        "web",
+        &[("legacy", Some(100)), ("web", Some(0))],
+    ));
+    let text = text(&w.decide());
+    assert!(text.contains("routes:"), "{text}");
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots"));
+    s.set_prepend_module_to_snapshot(false);
+    s.bind(|| insta::assert_snapshot!("serving_route_weighted_verdict_text", text));
+}

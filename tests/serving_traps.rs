@@ -906,32 +906,68 @@ impl RouteTrap {
     }
 }
 
-/// What a client of the ingress controller gets: the controller's web entrypoint, Traefik on the
-/// host at 127.0.0.1:$CNPE_TRAEFIK_PORT (default 18080, as ci/hermetic/addons.sh starts it).
-async fn through_the_controller() -> Result<(u16, String), String> {
-    let port = std::env::var("CNPE_TRAEFIK_PORT").unwrap_or_else(|_| "18080".into());
-    let url = format!("http://127.0.0.1:{port}/");
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()
-        .map_err(|e| e.to_string())?;
-    let resp = client
-        .get(&url)
-        .send()
+/// What a client of the ingress controller gets. Where the controller runs in the cluster
+/// (Service cnpe-ingress/traefik, port `web`: kind's add-ons) through the API server's service
+/// proxy (the routes are host-less, so no Host header is needed); otherwise Traefik on the host
+/// at 127.0.0.1:$CNPE_TRAEFIK_PORT (default 18080, as ci/hermetic/addons.sh starts it).
+async fn through_the_controller(client: &kube::Client) -> Result<(u16, String), String> {
+    use k8s_openapi::api::core::v1::Service;
+    let services: Api<Service> = Api::namespaced(client.clone(), release::INGRESS_NAMESPACE);
+    let in_cluster = services
+        .get_opt("traefik")
         .await
-        .map_err(|e| format!("GET {url} (the ingress controller): {e}"))?;
-    let code = resp.status().as_u16();
-    let page = resp.text().await.map_err(|e| format!("GET {url}: {e}"))?;
-    Ok((code, page))
+        .map_err(|e| {
+            format!(
+                "reading Service {}/traefik: {e}",
+                release::INGRESS_NAMESPACE
+            )
+        })?
+        .is_some();
+    let answer = async {
+        if in_cluster {
+            let path = format!(
+                "/api/v1/namespaces/{}/services/traefik:web/proxy/",
+                release::INGRESS_NAMESPACE
+            );
+            let req = http::Request::get(&path)
+                .body(kube::client::Body::empty())
+                .map_err(|e| e.to_string())?;
+            let resp = client
+                .send(req)
+                .await
+                .map_err(|e| format!("GET {path} (the ingress controller): {e}"))?;
+            let code = resp.status().as_u16();
+            let bytes = resp
+                .into_body()
+                .collect_bytes()
+                .await
+                .map_err(|e| format!("GET {path}: {e}"))?;
+            Ok((code, String::from_utf8_lossy(&bytes).into_owned()))
+        } else {
+            let port = std::env::var("CNPE_TRAEFIK_PORT").unwrap_or_else(|_| "18080".into());
+            let url = format!("http://127.0.0.1:{port}/");
+            let resp = reqwest::Client::new()
+                .get(&url)
+                .send()
+                .await
+                .map_err(|e| format!("GET {url} (the ingress controller): {e}"))?;
+            let code = resp.status().as_u16();
+            let page = resp.text().await.map_err(|e| format!("GET {url}: {e}"))?;
+            Ok((code, page))
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), answer)
+        .await
+        .unwrap_or_else(|_| Err("the ingress controller did not answer within 5s".into()))
 }
 
 /// Follows the controller's answers until one is `body` (a route takes the controller a moment
 /// to pick up), naming the last answer at the deadline.
-async fn controller_answers(body: &str, what: &str) -> Result<(), String> {
+async fn controller_answers(client: &kube::Client, body: &str, what: &str) -> Result<(), String> {
     let deadline = Instant::now() + STATE_DEADLINE;
     let mut last;
     loop {
-        last = through_the_controller().await;
+        last = through_the_controller(client).await;
         if matches!(&last, Ok((200, page)) if page == body) {
             return Ok(());
         }
@@ -985,7 +1021,7 @@ async fn trap_route(f: &mut Fixture, trap: RouteTrap) -> Result<String, String> 
         let sha = f.web.commit(&bad, &format!("Gate trap: {}", trap.name()))?;
         f.web.point_at(&sha).await?;
         f.web.argo_at(&sha, &["Healthy"]).await?;
-        controller_answers(&old_body, "the trap state").await?;
+        controller_answers(&f.web.cluster.client(), &old_body, "the trap state").await?;
         let state = format!(
             "Argo CD Synced+Healthy at {}, Deployment web 3/3 serving {body:?}, the {} in the app sends every client of the ingress controller to Service legacy (outside the app), which answers {old_body:?}",
             &sha[..7],
@@ -1004,7 +1040,7 @@ async fn trap_route(f: &mut Fixture, trap: RouteTrap) -> Result<String, String> 
         let good = f.web.commit(&fixed, "Gate trap: the route sends its clients to web")?;
         f.web.point_at(&good).await?;
         f.web.argo_at(&good, &["Healthy"]).await?;
-        controller_answers(&body, "the fixed route").await?;
+        controller_answers(&f.web.cluster.client(), &body, "the fixed route").await?;
         let ok = f.web.approved(&good, &body).await?;
         f.web_good = (good, body.clone());
         Ok::<String, String>(format!(
