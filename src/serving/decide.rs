@@ -3,7 +3,7 @@
 use crate::cluster::argo::Application;
 use crate::serving::expect::Expect;
 use crate::serving::model::{Endpoint, EndpointKey, Objects, ProbeAnswer, Probes};
-use crate::serving::routes::{self, RouteCheck, RouteKind, RouteRef};
+use crate::serving::routes::{self, RouteKind, RouteRef, RouteReport};
 use crate::serving::verdict::{
     endpoint_address, shown_body, Condition, Decision, EndpointReport, LieWindow, Unmet, Verdict,
 };
@@ -695,7 +695,7 @@ pub fn decide(
     let mut d = Draft::default();
     let mut reports = Vec::new();
     let mut checks: Vec<WorkloadCheck> = Vec::new();
-    let mut route_checks: Vec<RouteCheck> = Vec::new();
+    let mut route_reports: Vec<RouteReport> = Vec::new();
     match &objects.application {
         None => {
             d.unmet(
@@ -752,9 +752,12 @@ pub fn decide(
             }
             for r in routes_of(app) {
                 let c = routes::check(&r, objects, &services);
-                d.unmet.extend(c.unmet.iter().cloned());
-                d.causes.extend(c.likely_causes.iter().cloned());
-                route_checks.push(c);
+                d.unmet.extend(c.unmet);
+                d.causes.extend(c.likely_causes);
+                route_reports.push(RouteReport {
+                    route: c.route,
+                    backends: c.backends,
+                });
             }
             for ep in &eps {
                 reports.push(endpoint(
@@ -781,7 +784,7 @@ pub fn decide(
         decided_at: now,
         unmet: d.unmet,
         endpoints: reports,
-        routes: route_checks,
+        routes: route_reports,
         likely_causes: Vec::new(),
         lie_window: lie.clone(),
     };

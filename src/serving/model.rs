@@ -69,3 +69,99 @@ pub struct ProbeAnswer {
 
 /// The latest answer of each endpoint, as the shell last probed it.
 pub type Probes = BTreeMap<EndpointKey, ProbeAnswer>;
+
+// ---- routes (what src/serving/routes.rs reads and the verdict reports)
+
+/// The route kinds the gate reads (closed set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum RouteKind {
+    Ingress,
+    #[serde(rename = "HTTPRoute")]
+    HttpRoute,
+}
+
+impl RouteKind {
+    pub const ALL: [RouteKind; 2] = [RouteKind::Ingress, RouteKind::HttpRoute];
+
+    /// (API group, kind) as Argo CD's `status.resources` names it.
+    pub fn group_kind(self) -> (&'static str, &'static str) {
+        match self {
+            RouteKind::Ingress => ("networking.k8s.io", "Ingress"),
+            RouteKind::HttpRoute => (crate::cluster::gateway::GROUP, "HTTPRoute"),
+        }
+    }
+
+    pub fn from_group_kind(group: &str, kind: &str) -> Option<RouteKind> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.group_kind() == (group, kind))
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.group_kind().1
+    }
+}
+
+/// A route of the Application (from `status.resources`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct RouteRef {
+    pub kind: RouteKind,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl RouteRef {
+    /// "HTTPRoute shop/web".
+    pub fn subject(&self) -> String {
+        format!("{} {}/{}", self.kind.as_str(), self.namespace, self.name)
+    }
+}
+
+/// A port as a route names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum PortRef {
+    Number(i32),
+    Name(String),
+}
+
+/// One backend of one rule of a route, as the route states it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Backend {
+    /// "host shop.example path /", "rule 1 path /", "default backend".
+    pub rule: String,
+    /// `Some((group, kind))` when the backend is not a core Service (an Ingress `resource`
+    /// backend, an HTTPRoute backendRef of another kind): the gate cannot follow it.
+    pub other_kind: Option<(String, String)>,
+    pub namespace: String,
+    pub name: String,
+    pub port: Option<PortRef>,
+    /// The HTTPRoute weight (`None`: an Ingress backend, which gets all its rule's traffic).
+    pub weight: Option<i32>,
+}
+
+impl Backend {
+    pub fn gets_traffic(&self) -> bool {
+        self.weight.is_none_or(|w| w > 0)
+    }
+
+    pub(crate) fn service(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BackendReport {
+    #[serde(flatten)]
+    pub backend: Backend,
+    /// Why it fails RouteBackend; `None` when it is a Service of the Application (or gets no
+    /// traffic).
+    pub problem: Option<String>,
+}
+
+/// One route in the verdict: its backends, each with whether it passed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RouteReport {
+    pub route: RouteRef,
+    pub backends: Vec<BackendReport>,
+}

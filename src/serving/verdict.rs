@@ -205,7 +205,7 @@ pub struct Verdict {
     /// The Application's Ingresses and HTTPRoutes and where each sends clients (left out of
     /// the JSON when it has none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub routes: Vec<crate::serving::routes::RouteCheck>,
+    pub routes: Vec<crate::serving::model::RouteReport>,
     pub likely_causes: Vec<String>,
     pub lie_window: LieWindow,
 }
