@@ -13,9 +13,11 @@ use cnpe_lab::cluster::Cluster;
 use cnpe_lab::config::Config;
 use cnpe_lab::lab::git::GitOps;
 use cnpe_lab::lab::manifests::to_file_bytes;
-use cnpe_lab::serving::release::{self, Release, Rollout, Web};
+#[path = "../tests/support/release.rs"]
+mod release;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
+use release::{Release, Rollout, Web};
 use std::time::{Duration, Instant};
 
 const FLEET: &str = "cnpe-fleet";

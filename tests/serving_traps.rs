@@ -11,6 +11,8 @@
 //! One more trial gates the lab's own Application: it approves the recovered release and
 //! rejects the bad one. Same loud-ignore and CNPE_LAB_REQUIRED rules as the lab.
 
+#[path = "support/release.rs"]
+mod release;
 mod support;
 
 use cnpe_lab::cluster::argo::Application;
@@ -21,12 +23,12 @@ use cnpe_lab::lab::manifests::{to_file_bytes, APP_DIR};
 use cnpe_lab::lock::LabLock;
 use cnpe_lab::records::{self, Record};
 use cnpe_lab::report::{Echo, Outcome, Reporter, Suite, TrialResult};
-use cnpe_lab::serving::release::{self, Release, Rollout, Web};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::wait::await_condition;
 use libtest_mimic::{Completion, Failed, Trial};
+use release::{Release, Rollout, Web};
 use serde::Serialize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -16,7 +16,6 @@ pub mod expect;
 pub mod index;
 pub mod model;
 pub mod prober;
-pub mod release;
 pub mod routes;
 pub mod run;
 pub mod verdict;

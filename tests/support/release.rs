@@ -1,11 +1,13 @@
-//! Releases for the gate's traps and the in-cluster hook test (pure, typed k8s-openapi): the
+//! Releases for the gate's traps (pure, typed k8s-openapi; a test fixture, so not in the
+//! library: the gate does not depend on the lab's manifests): the
 //! lab's nginx serving a page, varied in replicas, rollout strategy and readiness, next to a
 //! StatefulSet, with its own AppProject and Application. The lab's own manifests are
-//! [`crate::lab::manifests`] and do not change.
+//! [`cnpe_lab::lab::manifests`] and do not change.
+#![allow(dead_code, unused_imports)] // each test binary including it uses a part
 
-use crate::cluster::argo::{self, AppProject, AppProjectSpec, Destination, GroupKind};
-use crate::config::Config;
-use crate::lab::manifests::{self as lab, ResourceList, NGINX_HTML_DIR};
+use cnpe_lab::cluster::argo::{self, AppProject, AppProjectSpec, Destination, GroupKind};
+use cnpe_lab::config::Config;
+use cnpe_lab::lab::manifests::{self as lab, ResourceList, NGINX_HTML_DIR};
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment, StatefulSet,
     StatefulSetSpec, StatefulSetUpdateStrategy,
@@ -324,82 +326,4 @@ pub fn project(cfg: &Config, kinds: &[(&str, &str)]) -> AppProject {
 
 /// The Application of such a release, pinned to `target_revision`, auto-synced: the lab's own
 /// (same repository layout, project and destination from `cfg`).
-pub use crate::lab::manifests::application;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cfg() -> Config {
-        Config {
-            namespace: "cnpe-gate".into(),
-            ..Config::default()
-        }
-    }
-
-    #[test]
-    fn a_release_holds_each_workload_and_its_service() {
-        let r = Release {
-            deployments: vec![(
-                Web::new("web", 3, "v1"),
-                Rollout::RollingUpdate {
-                    max_unavailable: 1,
-                    max_surge: 0,
-                },
-            )],
-            stateful_sets: vec![(Web::new("db", 2, "v1"), true)],
-            canaries: vec![(
-                Web::new("canary", 2, "v1"),
-                vec![
-                    serde_json::json!({"setWeight": 50}),
-                    serde_json::json!({"pause": {}}),
-                ],
-            )],
-            extra: vec![],
-        }
-        .build(&cfg());
-        let kinds: Vec<&str> = r
-            .items
-            .iter()
-            .map(|i| i["kind"].as_str().unwrap())
-            .collect();
-        assert_eq!(
-            kinds,
-            [
-                "Deployment",
-                "Service",
-                "StatefulSet",
-                "Service",
-                "Rollout",
-                "Service"
-            ]
-        );
-        let canary = &r.items[4];
-        assert_eq!(canary["apiVersion"], "argoproj.io/v1alpha1");
-        assert_eq!(canary["spec"]["selector"]["matchLabels"]["app"], "canary");
-        assert_eq!(
-            canary["spec"]["template"]["metadata"]["labels"]["app"],
-            "canary"
-        );
-        assert_eq!(
-            canary["spec"]["strategy"]["canary"]["steps"][0]["setWeight"],
-            50
-        );
-        // It parses as the gate reads Rollouts.
-        let read: crate::cluster::rollouts::Rollout =
-            serde_json::from_value(canary.clone()).unwrap();
-        assert_eq!(read.spec.replicas, Some(2));
-        let d = &r.items[0];
-        assert_eq!(d["spec"]["replicas"], 3);
-        assert_eq!(d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 1);
-        assert_eq!(d["metadata"]["namespace"], "cnpe-gate");
-        assert_eq!(r.items[2]["spec"]["updateStrategy"]["type"], "OnDelete");
-        assert_eq!(r.items[2]["spec"]["serviceName"], "db");
-        let never = Web::new("web", 1, "v1").never_ready();
-        let dep = deployment(&cfg(), &never, Rollout::Recreate);
-        let probe = value(&dep)["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]
-            ["httpGet"]["path"]
-            .clone();
-        assert_eq!(probe, "/not-ready");
-    }
-}
+pub use cnpe_lab::lab::manifests::application;
