@@ -252,101 +252,12 @@ pub async fn run(cluster: &Cluster, opts: &Options) -> Result<Outcome, GateError
     let started_at = Timestamp::now();
     let (tx, mut changes) = mpsc::unbounded_channel::<Change>();
     let apps_watch = Watches::start_applications(cluster, &opts.apps, tx.clone());
-    let listing = Duration::from_secs(30).min(opts.timeout.max(Duration::from_secs(5)));
-    if tokio::time::timeout(listing, apps_watch.0.wait_until_ready())
-        .await
-        .is_err()
-    {
-        let why = apps_watch
-            .2
-            .lock()
-            .unwrap()
-            .as_ref()
-            .map(|e| e.message.clone())
-            .unwrap_or_else(|| "no answer".into());
-        return Err(GateError::Cluster(format!(
-            "cannot list Applications in namespace {} within {listing:?}: {why}",
-            cluster.config().argocd_namespace
-        )));
-    }
-    let listed = apps_watch.0.state();
-    let chosen: Vec<Arc<Application>> = match &opts.apps {
-        AppFilter::Names(names) => {
-            let mut out = Vec::new();
-            for n in names {
-                match listed
-                    .iter()
-                    .find(|a| a.metadata.name.as_deref() == Some(n))
-                {
-                    Some(a) => out.push(a.clone()),
-                    None => {
-                        return Err(GateError::Usage(format!(
-                        "Application {n} does not exist in namespace {} (CNPE_ARGOCD_NAMESPACE)",
-                        cluster.config().argocd_namespace
-                    )))
-                    }
-                }
-            }
-            out
-        }
-        AppFilter::Selector(sel) => {
-            if listed.is_empty() {
-                return Err(GateError::Usage(format!(
-                    "no Application in namespace {} matches --selector {sel}",
-                    cluster.config().argocd_namespace
-                )));
-            }
-            let mut l = listed.clone();
-            l.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-            l
-        }
-    };
+    let chosen = chosen_applications(cluster, opts, &apps_watch.0, &apps_watch.2).await?;
     let deadline = started_at
         .checked_add(k8s_openapi::jiff::SignedDuration::try_from(opts.timeout).unwrap_or_default())
         .unwrap_or(started_at);
-    let mut pending: BTreeMap<String, Pending> = BTreeMap::new();
-    for app in &chosen {
-        let name = app.metadata.name.clone().unwrap_or_default();
-        let sha = sha_of(app, &opts.sha).map_err(GateError::Usage)?;
-        let expect = Expect::from_flags(
-            opts.expect_body.as_deref(),
-            opts.expect_contains.as_deref(),
-            opts.expect_json.as_deref(),
-            &sha,
-        )
-        .map_err(|e| GateError::Usage(e.to_string()))?;
-        pending.insert(
-            name.clone(),
-            Pending {
-                request: Request {
-                    namespace: app.metadata.namespace.clone().unwrap_or_default(),
-                    name,
-                    sha,
-                    expect,
-                    path: opts.path.clone(),
-                    started: started_at,
-                    deadline,
-                    max_answer_age: opts.probe_interval * 3,
-                    in_operation: opts.in_hook || opts.sha == ShaSource::FromOperation,
-                },
-                lie: LieWindow::default(),
-                verdict: None,
-                done: false,
-                dirty_since: Some(Instant::now()),
-                namespaces: namespaces_of(app),
-                endpoints: Vec::new(),
-                last_unmet: Vec::new(),
-            },
-        );
-    }
-    let all_ns: BTreeSet<String> = pending
-        .values()
-        .flat_map(|p| p.namespaces.iter().cloned())
-        .collect();
-    let scope = match all_ns.len() {
-        1 => Scope::Namespace(all_ns.iter().next().unwrap().clone()),
-        _ => Scope::Cluster,
-    };
+    let pending = pending_for(&chosen, opts, started_at, deadline)?;
+    let scope = scope_of(&pending);
     let served = Watches::optional_served(cluster).await;
     let watches = Watches::start_workloads(cluster, apps_watch, scope.clone(), &served, tx);
     let left = opts.timeout.saturating_sub(started.elapsed());
@@ -357,223 +268,437 @@ pub async fn run(cluster: &Cluster, opts: &Options) -> Result<Outcome, GateError
         )
         .await
         .map_err(|e| GateError::Cluster(format!("{e:#}")))?;
-    let via = match opts.probe {
-        ProbeChoice::Direct => direct()?,
-        ProbeChoice::PodProxy => Via::PodProxy(cluster.client()),
-        ProbeChoice::Auto => {
-            if matches!(
-                crate::cluster::kubeconfig::Source::from_env(),
-                crate::cluster::kubeconfig::Source::InCluster
-            ) {
-                direct()?
-            } else {
-                Via::PodProxy(cluster.client())
-            }
-        }
-    };
     let (ptx, mut answers) = mpsc::unbounded_channel::<Probed>();
-    let mut prober = Prober::new(
-        via,
+    let prober = Prober::new(
+        probe_via(cluster, opts.probe)?,
         &opts.path,
         opts.probe_interval,
         opts.probe_concurrency,
         ptx,
     );
-    let mut probes: Probes = Probes::new();
-    let mut latencies: Vec<f64> = Vec::new();
-    let mut finals: Vec<f64> = Vec::new();
-    let (mut events, mut evaluations) = (0u64, 0u64);
+    let mut gate = GateLoop::new(opts, &watches.stores, pending, prober, &chosen, deadline);
     if opts.once {
-        // One snapshot: every endpoint probed once, then one decision each.
-        let mut all: HashSet<EndpointKey> = HashSet::new();
+        gate.probe_every_endpoint_once(&mut answers).await;
+    }
+    gate.decide_until_done(&mut changes, &mut answers).await;
+    Ok(gate.outcome(cluster, &scope, watches.kinds.len(), started))
+}
+
+/// The Applications the run decides: the watch's first listing, by name or selector.
+async fn chosen_applications(
+    cluster: &Cluster,
+    opts: &Options,
+    store: &Store<Application>,
+    watch_error: &std::sync::Mutex<Option<crate::serving::watch::WatchError>>,
+) -> Result<Vec<Arc<Application>>, GateError> {
+    let namespace = &cluster.config().argocd_namespace;
+    let listing = Duration::from_secs(30).min(opts.timeout.max(Duration::from_secs(5)));
+    if tokio::time::timeout(listing, store.wait_until_ready())
+        .await
+        .is_err()
+    {
+        let why = watch_error
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|e| e.message.clone())
+            .unwrap_or_else(|| "no answer".into());
+        return Err(GateError::Cluster(format!(
+            "cannot list Applications in namespace {namespace} within {listing:?}: {why}"
+        )));
+    }
+    let listed = store.state();
+    match &opts.apps {
+        AppFilter::Names(names) => names
+            .iter()
+            .map(|n| {
+                listed
+                    .iter()
+                    .find(|a| a.metadata.name.as_deref() == Some(n))
+                    .cloned()
+                    .ok_or_else(|| {
+                        GateError::Usage(format!(
+                            "Application {n} does not exist in namespace {namespace} (CNPE_ARGOCD_NAMESPACE)"
+                        ))
+                    })
+            })
+            .collect(),
+        AppFilter::Selector(sel) if listed.is_empty() => Err(GateError::Usage(format!(
+            "no Application in namespace {namespace} matches --selector {sel}"
+        ))),
+        AppFilter::Selector(_) => {
+            let mut l = listed;
+            l.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+            Ok(l)
+        }
+    }
+}
+
+/// One decision request per chosen Application (its SHA and expectation resolved here, at the
+/// edge: a SHA it cannot learn or an expectation that does not parse is a usage error).
+fn pending_for(
+    chosen: &[Arc<Application>],
+    opts: &Options,
+    started_at: Timestamp,
+    deadline: Timestamp,
+) -> Result<BTreeMap<String, Pending>, GateError> {
+    let mut pending = BTreeMap::new();
+    for app in chosen {
+        let name = app.metadata.name.clone().unwrap_or_default();
+        let sha = sha_of(app, &opts.sha).map_err(GateError::Usage)?;
+        let expect = Expect::from_flags(
+            opts.expect_body.as_deref(),
+            opts.expect_contains.as_deref(),
+            opts.expect_json.as_deref(),
+            &sha,
+        )
+        .map_err(|e| GateError::Usage(e.to_string()))?;
+        let request = Request {
+            namespace: app.metadata.namespace.clone().unwrap_or_default(),
+            name: name.clone(),
+            sha,
+            expect,
+            path: opts.path.clone(),
+            started: started_at,
+            deadline,
+            max_answer_age: opts.probe_interval * 3,
+            in_operation: opts.in_hook || opts.sha == ShaSource::FromOperation,
+        };
+        pending.insert(
+            name,
+            Pending {
+                request,
+                lie: LieWindow::default(),
+                verdict: None,
+                done: false,
+                dirty_since: Some(Instant::now()),
+                namespaces: namespaces_of(app),
+                endpoints: Vec::new(),
+                last_unmet: Vec::new(),
+            },
+        );
+    }
+    Ok(pending)
+}
+
+/// One namespace when every Application manages resources in the same one, else the cluster.
+fn scope_of(pending: &BTreeMap<String, Pending>) -> Scope {
+    let all: BTreeSet<&String> = pending.values().flat_map(|p| &p.namespaces).collect();
+    match all.into_iter().collect::<Vec<_>>().as_slice() {
+        [one] => Scope::Namespace((*one).clone()),
+        _ => Scope::Cluster,
+    }
+}
+
+fn probe_via(cluster: &Cluster, choice: ProbeChoice) -> Result<Via, GateError> {
+    let in_cluster = matches!(
+        crate::cluster::kubeconfig::Source::from_env(),
+        crate::cluster::kubeconfig::Source::InCluster
+    );
+    match choice {
+        ProbeChoice::Direct => direct(),
+        ProbeChoice::Auto if in_cluster => direct(),
+        ProbeChoice::PodProxy | ProbeChoice::Auto => Ok(Via::PodProxy(cluster.client())),
+    }
+}
+
+/// The run loop's state: wait for an event, update the snapshot, decide, report.
+struct GateLoop<'a> {
+    opts: &'a Options,
+    stores: &'a Stores,
+    deadline: Timestamp,
+    pending: BTreeMap<String, Pending>,
+    /// Applications with an input they have not been decided on.
+    dirty: BTreeSet<String>,
+    undecided: usize,
+    probes: Probes,
+    prober: Prober,
+    /// The Applications behind each endpoint wanted, to route an answer.
+    by_endpoint: HashMap<EndpointKey, BTreeSet<String>>,
+    /// Routes a watch event to the Applications it can affect: no per-event scan of the fleet.
+    index: FleetIndex,
+    decided: BTreeSet<AppKey>,
+    /// The probe schedule changes only when the endpoints wanted change or time passes.
+    reschedule: bool,
+    next_probe: Option<Instant>,
+    latencies: Vec<f64>,
+    finals: Vec<f64>,
+    events: u64,
+    evaluations: u64,
+}
+
+impl<'a> GateLoop<'a> {
+    fn new(
+        opts: &'a Options,
+        stores: &'a Stores,
+        mut pending: BTreeMap<String, Pending>,
+        prober: Prober,
+        chosen: &[Arc<Application>],
+        deadline: Timestamp,
+    ) -> Self {
+        let mut index = FleetIndex::new();
+        for app in chosen {
+            index.upsert(app);
+        }
+        // The first decisions follow no event: their latency counts from here, not from before
+        // the watches' initial listing (which would count the listing as decision latency).
+        let listed_at = Instant::now();
         for p in pending.values_mut() {
-            let objects = objects_for(&watches.stores, &p.request.name, &p.namespaces);
-            p.endpoints = decide::endpoints(&objects)
-                .into_iter()
-                .map(|e| e.key)
-                .collect();
+            p.dirty_since = Some(listed_at);
+        }
+        GateLoop {
+            opts,
+            stores,
+            deadline,
+            dirty: pending.keys().cloned().collect(),
+            undecided: pending.len(),
+            decided: pending
+                .values()
+                .map(|p| (p.request.namespace.clone(), p.request.name.clone()))
+                .collect(),
+            pending,
+            probes: Probes::new(),
+            prober,
+            by_endpoint: HashMap::new(),
+            index,
+            reschedule: true,
+            next_probe: None,
+            latencies: Vec::new(),
+            finals: Vec::new(),
+            events: 0,
+            evaluations: 0,
+        }
+    }
+
+    /// `--once`: one snapshot, every endpoint probed once before the one decision each.
+    async fn probe_every_endpoint_once(&mut self, answers: &mut mpsc::UnboundedReceiver<Probed>) {
+        let mut all: HashSet<EndpointKey> = HashSet::new();
+        for p in self.pending.values_mut() {
+            let objects = objects_for(self.stores, &p.request.name, &p.namespaces);
+            p.endpoints = endpoint_keys(&objects);
             all.extend(p.endpoints.iter().cloned());
         }
         let keys: Vec<EndpointKey> = all.into_iter().collect();
-        prober.probe_due(&keys);
-        let mut outstanding = keys.len();
-        let wait = crate::serving::prober::PROBE_TIMEOUT + Duration::from_secs(1);
-        let until = Instant::now() + wait;
-        while outstanding > 0 {
+        self.prober.probe_due(&keys);
+        let until = Instant::now() + crate::serving::prober::PROBE_TIMEOUT + Duration::from_secs(1);
+        for _ in 0..keys.len() {
             match tokio::time::timeout_at(until.into(), answers.recv()).await {
                 Ok(Some(a)) => {
-                    probes.insert(a.key, a.answer);
-                    outstanding -= 1;
+                    self.probes.insert(a.key, a.answer);
                 }
                 _ => break,
             }
         }
     }
-    // Per event, only the Applications it can affect are re-decided (FleetIndex routes it), and
-    // an answer goes to the Applications behind its endpoint: no per-event scan of the fleet.
-    let mut index = FleetIndex::new();
-    for app in &chosen {
-        index.upsert(app);
+
+    async fn decide_until_done(
+        &mut self,
+        changes: &mut mpsc::UnboundedReceiver<Change>,
+        answers: &mut mpsc::UnboundedReceiver<Probed>,
+    ) {
+        loop {
+            self.decide_dirty();
+            if self.undecided == 0 {
+                return;
+            }
+            self.schedule_probes();
+            let wake = self.wake_at();
+            tokio::select! {
+                Some(c) = changes.recv() => {
+                    // Take every event already queued: one decision for a burst.
+                    let mut next = Some(c);
+                    while let Some(c) = next {
+                        self.on_change(&c);
+                        next = changes.try_recv().ok();
+                    }
+                }
+                Some(a) = answers.recv() => {
+                    let mut next = Some(a);
+                    while let Some(a) = next {
+                        self.on_answer(a);
+                        next = answers.try_recv().ok();
+                    }
+                }
+                _ = tokio::time::sleep_until(wake.into()) => self.on_wake(),
+            }
+        }
     }
-    let decided: BTreeSet<AppKey> = pending
-        .values()
-        .map(|p| (p.request.namespace.clone(), p.request.name.clone()))
-        .collect();
-    let mut dirty: BTreeSet<String> = pending.keys().cloned().collect();
-    // The first decisions follow no event: their latency counts from here, not from before the
-    // watches' initial listing (which would count the listing as decision latency).
-    let listed_at = Instant::now();
-    for p in pending.values_mut() {
-        p.dirty_since = Some(listed_at);
+
+    /// Sleep until the next probe due, or the deadline (an event or answer wakes earlier).
+    fn wake_at(&self) -> Instant {
+        let to_deadline = Duration::try_from(self.deadline.duration_since(Timestamp::now()))
+            .unwrap_or(Duration::ZERO);
+        self.next_probe
+            .unwrap_or_else(|| Instant::now() + self.opts.probe_interval)
+            .min(Instant::now() + to_deadline + Duration::from_millis(1))
     }
-    let mut by_endpoint: HashMap<EndpointKey, BTreeSet<String>> = HashMap::new();
-    let mut undecided = pending.len();
-    // The probe schedule changes only when the endpoints wanted change or time passes.
-    let mut reschedule = true;
-    let mut next_probe: Option<Instant> = None;
-    loop {
+
+    fn on_change(&mut self, c: &Change) {
+        self.events += 1;
+        for key in route(&mut self.index, self.stores, c, &self.decided) {
+            mark(&mut self.pending, &mut self.dirty, &key.1, c.at);
+        }
+    }
+
+    fn on_answer(&mut self, a: Probed) {
+        for name in self.by_endpoint.get(&a.key).into_iter().flatten() {
+            mark(&mut self.pending, &mut self.dirty, name, a.arrived);
+        }
+        self.probes.insert(a.key, a.answer);
+    }
+
+    /// A probe fell due (its answer will mark the Applications behind it), or the deadline
+    /// passed: then every undecided Application is decided once more.
+    fn on_wake(&mut self) {
+        if Timestamp::now() >= self.deadline {
+            let t = Instant::now();
+            for (name, p) in self.pending.iter_mut().filter(|(_, p)| !p.done) {
+                p.dirty_since.get_or_insert(t);
+                self.dirty.insert(name.clone());
+            }
+        }
+        self.reschedule = true;
+    }
+
+    fn schedule_probes(&mut self) {
+        if !self.reschedule {
+            return;
+        }
+        let wanted: HashSet<EndpointKey> = self.by_endpoint.keys().cloned().collect();
+        let keys: Vec<EndpointKey> = wanted.iter().cloned().collect();
+        self.prober.retain(&wanted);
+        self.prober.probe_due(&keys);
+        self.next_probe = self.prober.next_due(&keys);
+        self.reschedule = false;
+    }
+
+    /// Decides every Application with an input it has not been decided on.
+    fn decide_dirty(&mut self) {
         let now_i = Instant::now();
         let now = Timestamp::now();
-        for name in std::mem::take(&mut dirty) {
-            let Some(p) = pending.get_mut(&name).filter(|p| !p.done) else {
+        for name in std::mem::take(&mut self.dirty) {
+            let Some(p) = self.pending.get_mut(&name).filter(|p| !p.done) else {
                 continue;
             };
             let Some(since) = p.dirty_since.take() else {
                 continue;
             };
-            let objects = objects_for(&watches.stores, &p.request.name, &p.namespaces);
+            let objects = objects_for(self.stores, &p.request.name, &p.namespaces);
             if let Some(app) = &objects.application {
                 // Resources can appear after the first listing (a sync in progress).
                 p.namespaces.extend(namespaces_of(app));
             }
-            let endpoints: Vec<EndpointKey> = decide::endpoints(&objects)
-                .into_iter()
-                .map(|e| e.key)
-                .collect();
+            let endpoints = endpoint_keys(&objects);
             if endpoints != p.endpoints {
-                rewire(&mut by_endpoint, &name, &p.endpoints, &endpoints);
+                rewire(&mut self.by_endpoint, &name, &p.endpoints, &endpoints);
                 p.endpoints = endpoints;
-                reschedule = true;
+                self.reschedule = true;
             }
-            evaluations += 1;
-            let mut v = decide::decide(&p.request, &objects, &probes, now, &p.lie);
-            let all_serving = !v.endpoints.is_empty() && v.endpoints.iter().all(|e| e.matched);
-            let (synced, healthy) = argo_at_sha(objects.application.as_ref(), &p.request.sha);
-            p.lie.observe(now, synced, healthy, all_serving);
-            v.lie_window = p.lie.clone();
-            if opts.once && v.decision == Decision::Pending {
-                // One snapshot, no second look: say why it was not approved in it.
-                v.reject_unapproved("approved in one snapshot (--once)");
-            }
+            self.evaluations += 1;
+            let v = decision(p, &objects, &self.probes, now, self.opts.once);
             let ms = now_i.saturating_duration_since(since).as_secs_f64() * 1000.0;
-            latencies.push(ms);
-            let unmet: Vec<String> = v
-                .unmet
-                .iter()
-                .map(|u| format!("{:?} {}: {}", u.condition, u.subject, u.found))
-                .collect();
-            if opts.progress && unmet != p.last_unmet && v.decision == Decision::Pending {
-                eprintln!(
-                    "gate {} [{:.1}s]: waiting on {}",
-                    p.request.name,
-                    started.elapsed().as_secs_f64(),
-                    if unmet.is_empty() {
-                        "nothing".to_string()
-                    } else {
-                        unmet.join("; ")
-                    }
-                );
-            }
-            p.last_unmet = unmet;
+            self.latencies.push(ms);
+            report_progress(self.opts, p, &v);
             if v.decision != Decision::Pending {
                 p.done = true;
-                undecided -= 1;
-                rewire(&mut by_endpoint, &name, &p.endpoints, &[]);
-                reschedule = true;
-                finals.push(ms);
+                self.undecided -= 1;
+                rewire(&mut self.by_endpoint, &name, &p.endpoints, &[]);
+                self.reschedule = true;
+                self.finals.push(ms);
             }
             p.verdict = Some(v);
         }
-        if undecided == 0 {
-            break;
-        }
-        if reschedule {
-            let wanted: HashSet<EndpointKey> = by_endpoint.keys().cloned().collect();
-            let keys: Vec<EndpointKey> = wanted.iter().cloned().collect();
-            prober.retain(&wanted);
-            prober.probe_due(&keys);
-            next_probe = prober.next_due(&keys);
-            reschedule = false;
-        }
-        // Sleep until the next event, answer, probe due or the deadline.
-        let to_deadline =
-            Duration::try_from(deadline.duration_since(Timestamp::now())).unwrap_or(Duration::ZERO);
-        let wake = next_probe
-            .unwrap_or_else(|| Instant::now() + opts.probe_interval)
-            .min(Instant::now() + to_deadline + Duration::from_millis(1));
-        tokio::select! {
-            Some(c) = changes.recv() => {
-                // Take every event already queued: one decision for a burst.
-                let mut next = Some(c);
-                while let Some(c) = next {
-                    events += 1;
-                    for key in route(&mut index, &watches.stores, &c, &decided) {
-                        mark(&mut pending, &mut dirty, &key.1, c.at);
-                    }
-                    next = changes.try_recv().ok();
-                }
-            }
-            Some(a) = answers.recv() => {
-                let mut next = Some(a);
-                while let Some(a) = next {
-                    for name in by_endpoint.get(&a.key).into_iter().flatten() {
-                        mark(&mut pending, &mut dirty, name, a.arrived);
-                    }
-                    probes.insert(a.key, a.answer);
-                    next = answers.try_recv().ok();
-                }
-            }
-            _ = tokio::time::sleep_until(wake.into()) => {
-                // A probe fell due (its answer will mark the Applications behind it), or the
-                // deadline passed: then every undecided Application is decided once more.
-                if Timestamp::now() >= deadline {
-                    let t = Instant::now();
-                    for (name, p) in pending.iter_mut().filter(|(_, p)| !p.done) {
-                        p.dirty_since.get_or_insert(t);
-                        dirty.insert(name.clone());
-                    }
-                }
-                reschedule = true;
-            }
+    }
+
+    fn outcome(
+        mut self,
+        cluster: &Cluster,
+        scope: &Scope,
+        watch_streams: usize,
+        started: Instant,
+    ) -> Outcome {
+        self.latencies.sort_by(f64::total_cmp);
+        let verdicts: Vec<Verdict> = std::mem::take(&mut self.pending)
+            .into_values()
+            .filter_map(|p| p.verdict)
+            .collect();
+        let approved =
+            !verdicts.is_empty() && verdicts.iter().all(|v| v.decision == Decision::Approved);
+        Outcome {
+            approved,
+            run: RunStats {
+                applications: verdicts.len(),
+                scope: match scope {
+                    Scope::Namespace(n) => format!("namespace {n}"),
+                    Scope::Cluster => "cluster".into(),
+                },
+                probe_via: self.prober.via().into(),
+                watch_streams,
+                watch_requests: cluster.watch_count(),
+                api_requests: cluster.request_count(),
+                probes: self.prober.sent(),
+                watch_events: self.events,
+                evaluations: self.evaluations,
+                decision_latency_ms_p50: percentile(&self.latencies, 0.5),
+                decision_latency_ms_p99: percentile(&self.latencies, 0.99),
+                decision_latency_ms_max: self.latencies.last().copied().unwrap_or(0.0),
+                final_decision_latency_ms: self.finals,
+                wall_seconds: started.elapsed().as_secs_f64(),
+            },
+            verdicts,
         }
     }
-    latencies.sort_by(f64::total_cmp);
-    let verdicts: Vec<Verdict> = pending.into_values().filter_map(|p| p.verdict).collect();
-    let approved =
-        !verdicts.is_empty() && verdicts.iter().all(|v| v.decision == Decision::Approved);
-    Ok(Outcome {
-        approved,
-        run: RunStats {
-            applications: verdicts.len(),
-            scope: match &scope {
-                Scope::Namespace(n) => format!("namespace {n}"),
-                Scope::Cluster => "cluster".into(),
-            },
-            probe_via: prober.via().into(),
-            watch_streams: watches.kinds.len(),
-            watch_requests: cluster.watch_count(),
-            api_requests: cluster.request_count(),
-            probes: prober.sent(),
-            watch_events: events,
-            evaluations,
-            decision_latency_ms_p50: percentile(&latencies, 0.5),
-            decision_latency_ms_p99: percentile(&latencies, 0.99),
-            decision_latency_ms_max: latencies.last().copied().unwrap_or(0.0),
-            final_decision_latency_ms: finals,
-            wall_seconds: started.elapsed().as_secs_f64(),
-        },
-        verdicts,
-    })
+}
+
+fn endpoint_keys(objects: &Objects) -> Vec<EndpointKey> {
+    decide::endpoints(objects)
+        .into_iter()
+        .map(|e| e.key)
+        .collect()
+}
+
+/// One decision on a snapshot, with the lie window carried from the decisions before it.
+fn decision(
+    p: &mut Pending,
+    objects: &Objects,
+    probes: &Probes,
+    now: Timestamp,
+    once: bool,
+) -> Verdict {
+    let mut v = decide::decide(&p.request, objects, probes, now, &p.lie);
+    let all_serving = !v.endpoints.is_empty() && v.endpoints.iter().all(|e| e.matched);
+    let (synced, healthy) = argo_at_sha(objects.application.as_ref(), &p.request.sha);
+    p.lie.observe(now, synced, healthy, all_serving);
+    v.lie_window = p.lie.clone();
+    if once && v.decision == Decision::Pending {
+        // One snapshot, no second look: say why it was not approved in it.
+        v.reject_unapproved("approved in one snapshot (--once)");
+    }
+    v
+}
+
+/// `--progress`: a line on stderr whenever a pending Application's unmet conditions change.
+fn report_progress(opts: &Options, p: &mut Pending, v: &Verdict) {
+    let unmet: Vec<String> = v
+        .unmet
+        .iter()
+        .map(|u| format!("{:?} {}: {}", u.condition, u.subject, u.found))
+        .collect();
+    if opts.progress && unmet != p.last_unmet && v.decision == Decision::Pending {
+        let elapsed = Timestamp::now()
+            .duration_since(p.request.started)
+            .as_secs_f64();
+        eprintln!(
+            "gate {} [{elapsed:.1}s]: waiting on {}",
+            p.request.name,
+            if unmet.is_empty() {
+                "nothing".to_string()
+            } else {
+                unmet.join("; ")
+            }
+        );
+    }
+    p.last_unmet = unmet;
 }
 
 fn direct() -> Result<Via, GateError> {
