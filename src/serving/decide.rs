@@ -267,152 +267,8 @@ fn argo(d: &mut Draft, request: &Request, app: &Application, subject: &str) {
             format!("Argo CD has not compared the Application at {sha12} yet: targetRevision not moved there, or the commit not fetched yet"),
         );
     }
-    // The operation: at the SHA and Succeeded (in hook mode also Running); `finished` = it
-    // is over, at the SHA.
     let op = status.operation_state.as_ref();
-    let hook = request.in_operation;
-    let mut finished_at_sha = op.is_none();
-    if op.is_none() && hook {
-        d.unmet(
-            Condition::OperationPhase,
-            subject,
-            format!("a sync operation to {sha} Running (hook mode) or Succeeded"),
-            "no operationState".into(),
-        );
-        d.cause(
-            Condition::OperationPhase,
-            "hook mode (--in-hook / --sha-from-operation) but the Application shows no sync operation: the gate is not running inside one".into(),
-        );
-    }
-    if let Some(op) = op {
-        let result = op.sync_result.clone().unwrap_or_default();
-        let result_has_sha =
-            contains_sha(result.revision.as_deref(), result.revisions.as_ref(), sha);
-        let result_names_one = result.revision.as_deref().is_some_and(|r| !r.is_empty())
-            || result.revisions.as_ref().is_some_and(|m| !m.is_empty());
-        let asked = op
-            .operation
-            .as_ref()
-            .and_then(|o| o.sync.as_ref())
-            .and_then(|s| s.revision.clone());
-        let asked_at_sha = asked.as_deref() == Some(sha);
-        // Hook mode: the revision the operation is known to be for when it is not the SHA
-        // (its result names others, or it asked for another full SHA; a branch name such as
-        // "main" or "HEAD" that a manual sync asks for says nothing).
-        let other: Option<String> = if !hook {
-            None
-        } else if result_names_one && !result_has_sha {
-            Some(revisions_text(
-                result.revision.as_deref(),
-                result.revisions.as_ref(),
-            ))
-        } else {
-            asked
-                .clone()
-                .filter(|a| crate::sha::is_full_sha(a) && a.as_str() != sha)
-        };
-        let op_at_sha = if hook {
-            other.is_none() && (result_has_sha || (!result_names_one && asked_at_sha))
-        } else {
-            result_has_sha
-        };
-        let phase = op.phase.as_deref().unwrap_or("");
-        let phase_text = if phase.is_empty() { "no phase" } else { phase };
-        let message = op.message.as_deref().unwrap_or("");
-        if !op_at_sha {
-            let found = match (&op.sync_result, &asked, &other) {
-                (_, _, Some(o)) if result_has_sha => {
-                    format!("the operation asks for {o} while its syncResult says {sha}")
-                }
-                (_, _, Some(o)) => format!("{o} ({phase_text})"),
-                (None, Some(a), None) => format!("no syncResult yet (the operation asks for {a})"),
-                (None, None, None) => "no syncResult yet".into(),
-                _ => revisions_text(result.revision.as_deref(), result.revisions.as_ref()),
-            };
-            d.unmet(
-                Condition::OperationRevision,
-                subject,
-                if hook {
-                    format!("the current sync operation (syncResult.revision and operation.sync.revision) at {sha}")
-                } else {
-                    format!("operationState.syncResult.revision {sha}")
-                },
-                found,
-            );
-            if let Some(o) = &other {
-                let o12: String = o.chars().take(12).collect();
-                d.final_reject = true;
-                d.cause(
-                    Condition::OperationRevision,
-                    format!("hook mode: the sync operation is for {o12} ({phase_text}), not {sha12}: another sync replaced the one this hook runs in, or the SHA given is not the operation's; a hook never approves another revision than its operation's"),
-                );
-            } else if hook {
-                d.cause(
-                    Condition::OperationRevision,
-                    format!("hook mode: the sync operation has not resolved its revision yet (it asks for {}); waiting for syncResult.revision {sha12}", asked.as_deref().unwrap_or("none")),
-                );
-            } else if !asked_at_sha {
-                d.cause(
-                    Condition::OperationRevision,
-                    format!("the last sync operation was for another revision: no sync to {sha12} has run yet"),
-                );
-            }
-        }
-        let here = op_at_sha || (op.sync_result.is_none() && asked_at_sha);
-        let want_phase = if hook {
-            format!("operation Running (hook mode: the gate runs inside the sync to {sha12}) or Succeeded")
-        } else {
-            "operation Succeeded".to_string()
-        };
-        match phase {
-            "Succeeded" => finished_at_sha = op_at_sha,
-            // The hook's own operation: it cannot end while the hook runs.
-            "Running" if hook && op_at_sha => {}
-            "Running" | "Terminating" => {
-                d.unmet(
-                    Condition::OperationPhase,
-                    subject,
-                    want_phase,
-                    format!("{phase}: {}", short(message, 200)),
-                );
-            }
-            "Failed" | "Error" => {
-                d.unmet(
-                    Condition::OperationPhase,
-                    subject,
-                    want_phase,
-                    format!("{phase}: {}", short(message, 200)),
-                );
-                if here {
-                    d.final_reject = true;
-                    d.cause(
-                        Condition::OperationPhase,
-                        format!(
-                            "the sync to {sha12} failed ({phase}): {}",
-                            short(message, 200)
-                        ),
-                    );
-                } else {
-                    d.cause(
-                        Condition::OperationPhase,
-                        "the last sync operation (for another revision) failed".into(),
-                    );
-                }
-            }
-            unknown => {
-                d.unmet(
-                    Condition::OperationPhase,
-                    subject,
-                    want_phase,
-                    if unknown.is_empty() {
-                        "no phase".into()
-                    } else {
-                        format!("phase {unknown:?}")
-                    },
-                );
-            }
-        }
-    }
+    let finished_at_sha = operation(d, request, op, subject);
     let sync_status = sync.status.as_deref().unwrap_or("none");
     if sync_status != "Synced" {
         d.unmet(
@@ -429,46 +285,14 @@ fn argo(d: &mut Draft, request: &Request, app: &Application, subject: &str) {
     // Freshness: a reconciliation at or after the operation's end (in hook mode, while the
     // operation runs: its start).
     let fresh = fresh(d, &status, op, request.in_operation, subject);
-    let health = status.health.clone().unwrap_or_default();
-    let h = health.status.as_deref().unwrap_or("none");
-    if h != "Healthy" {
-        let message = health.message.as_deref().unwrap_or("");
-        d.unmet(
-            Condition::HealthStatus,
-            subject,
-            "Healthy".into(),
-            if message.is_empty() {
-                h.to_string()
-            } else {
-                format!("{h}: {}", short(message, 200))
-            },
-        );
-        // Final only when Argo CD compared the live objects after the sync (Synced) in a
-        // reconciliation that began after the operation ended: both timestamps have one-second
-        // resolution, and a reconciliation in the sync's own second can carry the Degraded of
-        // the release before (seen on a cluster: Degraded + OutOfSync with reconciledAt ==
-        // finishedAt, Healthy a second later).
-        let compared_after = sync_status == "Synced" && reconciled_after_finish(&status, op);
-        if h == "Degraded" && at_sha && finished_at_sha && fresh && compared_after {
-            d.final_reject = true;
-            d.cause(
-                Condition::HealthStatus,
-                format!(
-                    "Argo CD says Degraded at {sha12} after the sync: {}",
-                    if message.is_empty() {
-                        "a workload failed (e.g. ProgressDeadlineExceeded)"
-                    } else {
-                        message
-                    }
-                ),
-            );
-        } else {
-            d.cause(
-                Condition::HealthStatus,
-                format!("Argo CD health is {h}: the rollout has not finished (or Argo CD has not looked since)"),
-            );
-        }
-    }
+    // Final only when Argo CD compared the live objects after the sync (Synced) in a
+    // reconciliation that began after the operation ended: both timestamps have one-second
+    // resolution, and a reconciliation in the sync's own second can carry the Degraded of
+    // the release before (seen on a cluster: Degraded + OutOfSync with reconciledAt ==
+    // finishedAt, Healthy a second later).
+    let compared_after = sync_status == "Synced" && reconciled_after_finish(&status, op);
+    let degraded_is_final = at_sha && finished_at_sha && fresh && compared_after;
+    health(d, &status, degraded_is_final, &sha12, subject);
     for c in status.conditions.iter().flatten() {
         let t = c.type_.as_deref().unwrap_or("");
         if t.ends_with("Error") {
@@ -482,6 +306,244 @@ fn argo(d: &mut Draft, request: &Request, app: &Application, subject: &str) {
             d.cause(Condition::NoSpecErrors, format!("Argo CD reports {t}: {m}"));
         }
     }
+}
+
+/// Health: Healthy, or what it is; Degraded is a final rejection when `degraded_is_final`.
+fn health(
+    d: &mut Draft,
+    status: &crate::cluster::argo::ApplicationStatus,
+    degraded_is_final: bool,
+    sha12: &str,
+    subject: &str,
+) {
+    let health = status.health.clone().unwrap_or_default();
+    let h = health.status.as_deref().unwrap_or("none");
+    if h == "Healthy" {
+        return;
+    }
+    let message = health.message.as_deref().unwrap_or("");
+    d.unmet(
+        Condition::HealthStatus,
+        subject,
+        "Healthy".into(),
+        if message.is_empty() {
+            h.to_string()
+        } else {
+            format!("{h}: {}", short(message, 200))
+        },
+    );
+    if h == "Degraded" && degraded_is_final {
+        d.final_reject = true;
+        d.cause(
+            Condition::HealthStatus,
+            format!(
+                "Argo CD says Degraded at {sha12} after the sync: {}",
+                if message.is_empty() {
+                    "a workload failed (e.g. ProgressDeadlineExceeded)"
+                } else {
+                    message
+                }
+            ),
+        );
+    } else {
+        d.cause(
+            Condition::HealthStatus,
+            format!("Argo CD health is {h}: the rollout has not finished (or Argo CD has not looked since)"),
+        );
+    }
+}
+
+/// The operation: at the SHA and Succeeded (in hook mode also Running). Returns whether it is
+/// over, at the SHA (no operation at all counts as over).
+fn operation(
+    d: &mut Draft,
+    request: &Request,
+    op: Option<&crate::cluster::argo::OperationState>,
+    subject: &str,
+) -> bool {
+    let sha = request.sha.as_str();
+    let Some(op) = op else {
+        if request.in_operation {
+            d.unmet(
+                Condition::OperationPhase,
+                subject,
+                format!("a sync operation to {sha} Running (hook mode) or Succeeded"),
+                "no operationState".into(),
+            );
+            d.cause(
+                Condition::OperationPhase,
+                "hook mode (--in-hook / --sha-from-operation) but the Application shows no sync operation: the gate is not running inside one".into(),
+            );
+        }
+        return true;
+    };
+    let at = operation_revision(d, request, op, subject);
+    operation_phase(d, request, op, &at, subject)
+}
+
+/// Where the operation stands against the SHA.
+struct OperationAt {
+    /// The operation is for the SHA (hook mode: not known to be for another).
+    at_sha: bool,
+    /// It is at the SHA, or has no result yet and asks for the SHA.
+    here: bool,
+}
+
+fn operation_revision(
+    d: &mut Draft,
+    request: &Request,
+    op: &crate::cluster::argo::OperationState,
+    subject: &str,
+) -> OperationAt {
+    let sha = request.sha.as_str();
+    let sha12: String = sha.chars().take(12).collect();
+    let hook = request.in_operation;
+    let result = op.sync_result.clone().unwrap_or_default();
+    let result_has_sha = contains_sha(result.revision.as_deref(), result.revisions.as_ref(), sha);
+    let result_names_one = result.revision.as_deref().is_some_and(|r| !r.is_empty())
+        || result.revisions.as_ref().is_some_and(|m| !m.is_empty());
+    let asked = op
+        .operation
+        .as_ref()
+        .and_then(|o| o.sync.as_ref())
+        .and_then(|s| s.revision.clone());
+    let asked_at_sha = asked.as_deref() == Some(sha);
+    // Hook mode: the revision the operation is known to be for when it is not the SHA
+    // (its result names others, or it asked for another full SHA; a branch name such as
+    // "main" or "HEAD" that a manual sync asks for says nothing).
+    let other: Option<String> = if !hook {
+        None
+    } else if result_names_one && !result_has_sha {
+        Some(revisions_text(
+            result.revision.as_deref(),
+            result.revisions.as_ref(),
+        ))
+    } else {
+        asked
+            .clone()
+            .filter(|a| crate::sha::is_full_sha(a) && a.as_str() != sha)
+    };
+    let at_sha = if hook {
+        other.is_none() && (result_has_sha || (!result_names_one && asked_at_sha))
+    } else {
+        result_has_sha
+    };
+    let here = at_sha || (op.sync_result.is_none() && asked_at_sha);
+    if at_sha {
+        return OperationAt { at_sha, here };
+    }
+    let phase = op.phase.as_deref().unwrap_or("");
+    let phase_text = if phase.is_empty() { "no phase" } else { phase };
+    let found = match (&op.sync_result, &asked, &other) {
+        (_, _, Some(o)) if result_has_sha => {
+            format!("the operation asks for {o} while its syncResult says {sha}")
+        }
+        (_, _, Some(o)) => format!("{o} ({phase_text})"),
+        (None, Some(a), None) => format!("no syncResult yet (the operation asks for {a})"),
+        (None, None, None) => "no syncResult yet".into(),
+        _ => revisions_text(result.revision.as_deref(), result.revisions.as_ref()),
+    };
+    d.unmet(
+        Condition::OperationRevision,
+        subject,
+        if hook {
+            format!("the current sync operation (syncResult.revision and operation.sync.revision) at {sha}")
+        } else {
+            format!("operationState.syncResult.revision {sha}")
+        },
+        found,
+    );
+    if let Some(o) = &other {
+        let o12: String = o.chars().take(12).collect();
+        d.final_reject = true;
+        d.cause(
+            Condition::OperationRevision,
+            format!("hook mode: the sync operation is for {o12} ({phase_text}), not {sha12}: another sync replaced the one this hook runs in, or the SHA given is not the operation's; a hook never approves another revision than its operation's"),
+        );
+    } else if hook {
+        d.cause(
+            Condition::OperationRevision,
+            format!("hook mode: the sync operation has not resolved its revision yet (it asks for {}); waiting for syncResult.revision {sha12}", asked.as_deref().unwrap_or("none")),
+        );
+    } else if !asked_at_sha {
+        d.cause(
+            Condition::OperationRevision,
+            format!(
+                "the last sync operation was for another revision: no sync to {sha12} has run yet"
+            ),
+        );
+    }
+    OperationAt { at_sha, here }
+}
+
+/// The operation's phase; returns whether it is over (Succeeded), at the SHA.
+fn operation_phase(
+    d: &mut Draft,
+    request: &Request,
+    op: &crate::cluster::argo::OperationState,
+    at: &OperationAt,
+    subject: &str,
+) -> bool {
+    let sha12: String = request.sha.chars().take(12).collect();
+    let hook = request.in_operation;
+    let phase = op.phase.as_deref().unwrap_or("");
+    let message = op.message.as_deref().unwrap_or("");
+    let want_phase = if hook {
+        format!(
+            "operation Running (hook mode: the gate runs inside the sync to {sha12}) or Succeeded"
+        )
+    } else {
+        "operation Succeeded".to_string()
+    };
+    match phase {
+        "Succeeded" => return at.at_sha,
+        // The hook's own operation: it cannot end while the hook runs.
+        "Running" if hook && at.at_sha => {}
+        "Running" | "Terminating" => {
+            d.unmet(
+                Condition::OperationPhase,
+                subject,
+                want_phase,
+                format!("{phase}: {}", short(message, 200)),
+            );
+        }
+        "Failed" | "Error" => {
+            d.unmet(
+                Condition::OperationPhase,
+                subject,
+                want_phase,
+                format!("{phase}: {}", short(message, 200)),
+            );
+            if at.here {
+                d.final_reject = true;
+                d.cause(
+                    Condition::OperationPhase,
+                    format!(
+                        "the sync to {sha12} failed ({phase}): {}",
+                        short(message, 200)
+                    ),
+                );
+            } else {
+                d.cause(
+                    Condition::OperationPhase,
+                    "the last sync operation (for another revision) failed".into(),
+                );
+            }
+        }
+        unknown => {
+            d.unmet(
+                Condition::OperationPhase,
+                subject,
+                want_phase,
+                if unknown.is_empty() {
+                    "no phase".into()
+                } else {
+                    format!("phase {unknown:?}")
+                },
+            );
+        }
+    }
+    false
 }
 
 /// `status.reconciledAt` strictly after `operationState.finishedAt` (both parse, an operation
@@ -694,7 +756,6 @@ pub fn decide(
     let subject = format!("Application {application}");
     let mut d = Draft::default();
     let mut reports = Vec::new();
-    let mut checks: Vec<WorkloadCheck> = Vec::new();
     let mut route_reports: Vec<RouteReport> = Vec::new();
     match &objects.application {
         None => {
@@ -714,51 +775,12 @@ pub fn decide(
         }
         Some(app) => {
             argo(&mut d, request, app, &subject);
-            let wl = workloads_of(app);
-            for w in &wl {
-                let c = workloads::check(w, objects);
-                d.unmet.extend(c.unmet.iter().cloned());
-                d.causes.extend(c.likely_causes.iter().cloned());
-                checks.push(c);
-            }
+            let checks = workload_checks(&mut d, app, objects);
             let services = services_of(app);
             let eps = endpoints(objects);
-            if services.is_empty() {
-                d.unmet(
-                    Condition::AtLeastOneEndpoint,
-                    &subject,
-                    "at least one ready or serving endpoint behind its Services".into(),
-                    "the Application lists no Service: nothing to probe".into(),
-                );
-                d.cause(
-                    Condition::AtLeastOneEndpoint,
-                    "the Application lists no Service: the gate cannot see what it serves, so it never approves it".into(),
-                );
-            } else if eps.is_empty() {
-                let names: Vec<String> = services.iter().map(|(n, s)| format!("{n}/{s}")).collect();
-                d.unmet(
-                    Condition::AtLeastOneEndpoint,
-                    &subject,
-                    "at least one ready or serving endpoint behind its Services".into(),
-                    format!(
-                        "no ready or serving endpoint behind Service {}",
-                        names.join(", ")
-                    ),
-                );
-                d.cause(
-                    Condition::AtLeastOneEndpoint,
-                    format!("no pod behind Service {} is ready: failing readiness, or a selector that matches no pod", names.join(", ")),
-                );
-            }
-            for r in routes_of(app) {
-                let c = routes::check(&r, objects, &services);
-                d.unmet.extend(c.unmet);
-                d.causes.extend(c.likely_causes);
-                route_reports.push(RouteReport {
-                    route: c.route,
-                    backends: c.backends,
-                });
-            }
+            at_least_one_endpoint(&mut d, &services, &eps, &subject);
+            route_reports = route_checks(&mut d, app, objects, &services);
+            let wl: Vec<WorkloadRef> = checks.iter().map(|c| c.workload.clone()).collect();
             for ep in &eps {
                 reports.push(endpoint(
                     &mut d, request, objects, probes, now, &wl, &checks, ep,
@@ -808,6 +830,75 @@ pub fn decide(
         }
     }
     verdict
+}
+
+/// Each workload of the Application checked: its revision, rollout and pods.
+fn workload_checks(d: &mut Draft, app: &Application, objects: &Objects) -> Vec<WorkloadCheck> {
+    let mut checks = Vec::new();
+    for w in &workloads_of(app) {
+        let c = workloads::check(w, objects);
+        d.unmet.extend(c.unmet.iter().cloned());
+        d.causes.extend(c.likely_causes.iter().cloned());
+        checks.push(c);
+    }
+    checks
+}
+
+/// The gate refuses to approve what it cannot probe.
+fn at_least_one_endpoint(
+    d: &mut Draft,
+    services: &[(String, String)],
+    eps: &[Endpoint],
+    subject: &str,
+) {
+    if services.is_empty() {
+        d.unmet(
+            Condition::AtLeastOneEndpoint,
+            subject,
+            "at least one ready or serving endpoint behind its Services".into(),
+            "the Application lists no Service: nothing to probe".into(),
+        );
+        d.cause(
+            Condition::AtLeastOneEndpoint,
+            "the Application lists no Service: the gate cannot see what it serves, so it never approves it".into(),
+        );
+    } else if eps.is_empty() {
+        let names: Vec<String> = services.iter().map(|(n, s)| format!("{n}/{s}")).collect();
+        d.unmet(
+            Condition::AtLeastOneEndpoint,
+            subject,
+            "at least one ready or serving endpoint behind its Services".into(),
+            format!(
+                "no ready or serving endpoint behind Service {}",
+                names.join(", ")
+            ),
+        );
+        d.cause(
+            Condition::AtLeastOneEndpoint,
+            format!("no pod behind Service {} is ready: failing readiness, or a selector that matches no pod", names.join(", ")),
+        );
+    }
+}
+
+/// Each Ingress and HTTPRoute of the Application checked against its Services.
+fn route_checks(
+    d: &mut Draft,
+    app: &Application,
+    objects: &Objects,
+    services: &[(String, String)],
+) -> Vec<RouteReport> {
+    routes_of(app)
+        .iter()
+        .map(|r| {
+            let c = routes::check(r, objects, services);
+            d.unmet.extend(c.unmet);
+            d.causes.extend(c.likely_causes);
+            RouteReport {
+                route: c.route,
+                backends: c.backends,
+            }
+        })
+        .collect()
 }
 
 /// At the deadline: a Deployment that never finished rolling out while Kubernetes reported
@@ -899,6 +990,99 @@ fn unmodeled_owner(pod: &Pod, objects: &Objects) -> Option<(String, String, Stri
     })
 }
 
+/// The endpoint's owner: a workload of the Application, else why not (stray, or a kind the
+/// gate does not model).
+#[allow(clippy::too_many_arguments)]
+fn owner_conditions(
+    d: &mut Draft,
+    objects: &Objects,
+    subject: &str,
+    svc: &str,
+    pod_name: Option<&str>,
+    pod: Option<&Pod>,
+    owner: Option<&WorkloadRef>,
+    wl: &[WorkloadRef],
+) {
+    let want_owner = format!(
+        "a pod owned by a workload of the Application ({})",
+        if wl.is_empty() {
+            "it lists none".to_string()
+        } else {
+            wl.iter()
+                .map(WorkloadRef::subject)
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
+    let unmodeled = pod
+        .filter(|_| owner.is_none())
+        .and_then(|p| unmodeled_owner(p, objects));
+    match (pod_name, pod, owner) {
+        (_, _, Some(_)) => {}
+        (None, _, _) => {
+            d.unmet(
+                Condition::StrayEndpoint,
+                subject,
+                want_owner,
+                "no pod behind the address (no targetRef): a manual EndpointSlice or an external address".into(),
+            );
+            d.cause(
+                Condition::StrayEndpoint,
+                format!("Service {svc} has an endpoint that is no pod: traffic can reach something the Application does not run"),
+            );
+        }
+        (Some(p), None, _) => {
+            d.unmet(
+                Condition::StrayEndpoint,
+                subject,
+                want_owner,
+                format!("pod {p} is not in the watch (deleted, or not seen yet)"),
+            );
+        }
+        (Some(p), Some(_), None) if unmodeled.is_some() => {
+            let (kind, name, health) = unmodeled.unwrap_or_default();
+            d.unmet(
+                Condition::UnmodeledWorkload,
+                subject,
+                format!(
+                    "a pod of a workload kind the gate models ({}), whose revision it reads",
+                    WorkloadKind::names()
+                ),
+                format!(
+                    "pod {p} belongs to {kind} {name}, a managed resource of the Application of a kind the gate does not model (Argo CD health: {health})"
+                ),
+            );
+            d.cause(
+                Condition::UnmodeledWorkload,
+                format!("{kind} {name} is of a kind the gate does not model: it checked Argo CD's health of it ({health}) and what every endpoint answers, but cannot read which revision its pods run, so it does not approve (fails closed)"),
+            );
+        }
+        (Some(p), Some(obj), None) => {
+            let owners: Vec<String> = obj
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .map(|r| format!("{} {}", r.kind, r.name))
+                .collect();
+            d.unmet(
+                Condition::StrayEndpoint,
+                subject,
+                want_owner,
+                if owners.is_empty() {
+                    format!("pod {p} has no owner")
+                } else {
+                    format!("pod {p} is owned by {}", owners.join(", "))
+                },
+            );
+            d.cause(
+                Condition::StrayEndpoint,
+                format!("pod {p} behind Service {svc} is owned by no workload of the Application: a leftover pod or a Service selector that is too broad"),
+            );
+        }
+    }
+}
+
 /// One endpoint: its owner, revision and answer, and what it leaves unmet.
 #[allow(clippy::too_many_arguments)]
 fn endpoint(
@@ -927,84 +1111,7 @@ fn endpoint(
             .find(|c| &c.workload == w)
             .and_then(|c| c.pods.iter().find(|p| Some(p.pod.as_str()) == pod_name))
     });
-    let want_owner = format!(
-        "a pod owned by a workload of the Application ({})",
-        if wl.is_empty() {
-            "it lists none".to_string()
-        } else {
-            wl.iter()
-                .map(WorkloadRef::subject)
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
-    );
-    let unmodeled = pod
-        .filter(|_| owner.is_none())
-        .and_then(|p| unmodeled_owner(p, objects));
-    match (pod_name, pod, owner) {
-        (_, _, Some(_)) => {}
-        (None, _, _) => {
-            d.unmet(
-                Condition::StrayEndpoint,
-                &subject,
-                want_owner,
-                "no pod behind the address (no targetRef): a manual EndpointSlice or an external address".into(),
-            );
-            d.cause(
-                Condition::StrayEndpoint,
-                format!("Service {svc} has an endpoint that is no pod: traffic can reach something the Application does not run"),
-            );
-        }
-        (Some(p), None, _) => {
-            d.unmet(
-                Condition::StrayEndpoint,
-                &subject,
-                want_owner,
-                format!("pod {p} is not in the watch (deleted, or not seen yet)"),
-            );
-        }
-        (Some(p), Some(_), None) if unmodeled.is_some() => {
-            let (kind, name, health) = unmodeled.unwrap_or_default();
-            d.unmet(
-                Condition::UnmodeledWorkload,
-                &subject,
-                format!(
-                    "a pod of a workload kind the gate models ({}), whose revision it reads",
-                    WorkloadKind::names()
-                ),
-                format!(
-                    "pod {p} belongs to {kind} {name}, a managed resource of the Application of a kind the gate does not model (Argo CD health: {health})"
-                ),
-            );
-            d.cause(
-                Condition::UnmodeledWorkload,
-                format!("{kind} {name} is of a kind the gate does not model: it checked Argo CD's health of it ({health}) and what every endpoint answers, but cannot read which revision its pods run, so it does not approve (fails closed)"),
-            );
-        }
-        (Some(p), Some(obj), None) => {
-            let owners: Vec<String> = obj
-                .metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .map(|r| format!("{} {}", r.kind, r.name))
-                .collect();
-            d.unmet(
-                Condition::StrayEndpoint,
-                &subject,
-                want_owner,
-                if owners.is_empty() {
-                    format!("pod {p} has no owner")
-                } else {
-                    format!("pod {p} is owned by {}", owners.join(", "))
-                },
-            );
-            d.cause(
-                Condition::StrayEndpoint,
-                format!("pod {p} behind Service {svc} is owned by no workload of the Application: a leftover pod or a Service selector that is too broad"),
-            );
-        }
-    }
+    owner_conditions(d, objects, &subject, &svc, pod_name, pod, owner, wl);
     let newest = revision.is_some_and(|r| r.newest);
     if let (Some(w), Some(r)) = (owner, revision) {
         // A ready old pod is already named by its workload's check; this catches the one
