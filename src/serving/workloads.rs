@@ -626,6 +626,39 @@ pub fn canary_position(r: &Rollout) -> Option<String> {
 /// A Rollout: fully promoted at its current pod template hash.
 fn rollout(f: &mut Found, r: &Rollout, objects: &Objects) {
     let st = r.status.clone().unwrap_or_default();
+    rollout_generations(f, r);
+    let current = st.current_pod_hash.clone();
+    let position = canary_position(r);
+    let at = position
+        .as_ref()
+        .map(|p| format!(" at {p}"))
+        .unwrap_or_default();
+    rollout_pauses(f, r, &st, &at);
+    rollout_analyses(f, &st);
+    if st.abort == Some(true) {
+        f.fail(
+            Condition::WorkloadRevision,
+            "not aborted".into(),
+            format!(
+                "aborted{}",
+                st.message.as_deref().map(|m| format!(": {m}")).unwrap_or_default()
+            ),
+            format!(
+                "{} was aborted (a failed AnalysisRun or `kubectl argo rollouts abort`): traffic went back to the stable ReplicaSet {}, the new revision serves nobody",
+                f.subject,
+                st.stable_rs.as_deref().unwrap_or("(none)")
+            ),
+        );
+    }
+    rollout_pods(f, r, objects, &current);
+    let current_desc = current.clone().unwrap_or_else(|| "(none)".into());
+    rollout_promotion(f, r, &st, &current, position.as_deref(), &current_desc);
+    rollout_replicas(f, r, &st, &current_desc);
+    f.old_ready(&current_desc);
+}
+
+/// The controller has acted on the latest spec (and on its workloadRef's latest change).
+fn rollout_generations(f: &mut Found, r: &Rollout) {
     let generation = r.metadata.generation.unwrap_or(0);
     if r.observed_generation() < generation {
         f.generation(&r.metadata, Some(r.observed_generation()));
@@ -648,12 +681,15 @@ fn rollout(f: &mut Found, r: &Rollout, objects: &Objects) {
             );
         }
     }
-    let current = st.current_pod_hash.clone();
-    let position = canary_position(r);
-    let at = position
-        .as_ref()
-        .map(|p| format!(" at {p}"))
-        .unwrap_or_default();
+}
+
+/// `spec.paused`, pause conditions, controllerPause: named with the canary position.
+fn rollout_pauses(
+    f: &mut Found,
+    r: &Rollout,
+    st: &crate::cluster::rollouts::RolloutStatus,
+    at: &str,
+) {
     if r.spec.paused == Some(true) {
         f.fail(
             Condition::WorkloadPaused,
@@ -686,6 +722,10 @@ fn rollout(f: &mut Found, r: &Rollout, objects: &Objects) {
             ),
         );
     }
+}
+
+/// Every AnalysisRun the status names (step, background, pre- and post-promotion) Successful.
+fn rollout_analyses(f: &mut Found, st: &crate::cluster::rollouts::RolloutStatus) {
     let analyses = [
         ("step", st.canary.current_step_analysis_run_status.as_ref()),
         (
@@ -737,22 +777,10 @@ fn rollout(f: &mut Found, r: &Rollout, objects: &Objects) {
             cause,
         );
     }
-    if st.abort == Some(true) {
-        f.fail(
-            Condition::WorkloadRevision,
-            "not aborted".into(),
-            format!(
-                "aborted{}",
-                st.message.as_deref().map(|m| format!(": {m}")).unwrap_or_default()
-            ),
-            format!(
-                "{} was aborted (a failed AnalysisRun or `kubectl argo rollouts abort`): traffic went back to the stable ReplicaSet {}, the new revision serves nobody",
-                f.subject,
-                st.stable_rs.as_deref().unwrap_or("(none)")
-            ),
-        );
-    }
-    // Its pods: those of the ReplicaSets it owns.
+}
+
+/// Its pods: those of the ReplicaSets it owns, newest when of `currentPodHash`.
+fn rollout_pods(f: &mut Found, r: &Rollout, objects: &Objects, current: &Option<String>) {
     let sets: Vec<&k8s_openapi::api::apps::v1::ReplicaSet> = objects
         .replica_sets
         .iter()
@@ -771,17 +799,28 @@ fn rollout(f: &mut Found, r: &Rollout, objects: &Objects) {
             .map(str::to_string);
         f.check.pods.push(PodRevision {
             pod: name_of(&p.metadata),
-            newest: current.is_some() && revision == current,
+            newest: current.is_some() && revision == *current,
             revision,
             ready: pod_ready(p),
         });
     }
     f.check.pods.sort_by(|a, b| a.pod.cmp(&b.pod));
-    let current_desc = current.clone().unwrap_or_else(|| "(none)".into());
+}
+
+/// Fully promoted: phase Healthy, stableRS == currentPodHash, and (blue-green) the active
+/// Service selecting it.
+fn rollout_promotion(
+    f: &mut Found,
+    r: &Rollout,
+    st: &crate::cluster::rollouts::RolloutStatus,
+    current: &Option<String>,
+    position: Option<&str>,
+    current_desc: &str,
+) {
     let phase = st.phase.as_deref().unwrap_or("(no phase)");
     let blue_green = r.spec.strategy.blue_green.is_some();
-    let active_ok = !blue_green || st.blue_green.active_selector == current;
-    if current.is_none() || phase != "Healthy" || st.stable_rs != current || !active_ok {
+    let active_ok = !blue_green || st.blue_green.active_selector == *current;
+    if current.is_none() || phase != "Healthy" || st.stable_rs != *current || !active_ok {
         let mut found = format!(
             "phase {phase}{}, stableRS {}, currentPodHash {current_desc}",
             st.message
@@ -821,6 +860,14 @@ fn rollout(f: &mut Found, r: &Rollout, objects: &Objects) {
             text,
         );
     }
+}
+
+fn rollout_replicas(
+    f: &mut Found,
+    r: &Rollout,
+    st: &crate::cluster::rollouts::RolloutStatus,
+    current_desc: &str,
+) {
     let desired = r.spec.replicas.unwrap_or(1);
     let (u, rd, a, t) = (
         st.updated_replicas.unwrap_or(0),
@@ -839,7 +886,6 @@ fn rollout(f: &mut Found, r: &Rollout, objects: &Objects) {
             ),
         );
     }
-    f.old_ready(&current_desc);
 }
 
 fn bare_pod(f: &mut Found, p: &Pod) {
