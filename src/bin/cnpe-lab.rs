@@ -268,26 +268,7 @@ async fn run(command: Command, cfg: Config, lock: Option<LabLock>) -> Result<Exi
             print_json(&ev.to_value());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Wait { state, sha } => {
-            let cluster = Cluster::connect(&cfg).await?;
-            let target = match state {
-                WaitState::Healthy => Target::Healthy,
-                WaitState::Failed => Target::Failed,
-            };
-            let mut live = LiveWatch::start(&cluster);
-            let probe = Probe::for_cluster(&cluster)?;
-            let spec = WaitSpec::new(&cfg, target, &sha, &cfg.body);
-            match wait_for(&cluster, &mut live, &probe, &spec, &mut |_| {}).await {
-                Ok(w) => {
-                    print_json(&w.evidence.to_value());
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(e @ WaitError::Timeout { .. }) | Err(e @ WaitError::Api { .. }) => {
-                    eprintln!("cnpe-lab: {e}");
-                    Ok(ExitCode::from(1))
-                }
-            }
-        }
+        Command::Wait { state, sha } => wait(cfg, state, &sha).await,
         Command::Run | Command::Verify => {
             let mode = if matches!(command, Command::Verify) {
                 Mode::Verify
@@ -306,46 +287,71 @@ async fn run(command: Command, cfg: Config, lock: Option<LabLock>) -> Result<Exi
             })
         }
         Command::Gate(g) => gate(g, cfg).await,
-        Command::Reset { yes } => {
-            if !yes {
-                eprintln!(
-                    "cnpe-lab: reset deletes the Application {}, AppProject {}, namespace {}, {}, {} and {}; pass --yes",
-                    cfg.application,
-                    cfg.project,
-                    cfg.namespace,
-                    cfg.evidence_dir.display(),
-                    cfg.gitops_dir.display(),
-                    cfg.bare_repo.display()
-                );
-                return Ok(ExitCode::from(2));
-            }
-            let cluster = Cluster::connect(&cfg).await?;
-            cluster
-                .delete_lab_objects(std::time::Duration::from_secs(120))
-                .await?;
-            for dir in [&cfg.gitops_dir, &cfg.bare_repo] {
-                remove_dir(dir)?;
-            }
-            // The lock file stays (we hold it); everything else in the evidence directory goes.
-            if let Ok(entries) = std::fs::read_dir(&cfg.evidence_dir) {
-                for entry in entries.flatten() {
-                    let path = entry.path();
-                    if path.file_name() == Some(std::ffi::OsStr::new(cnpe_lab::lock::LOCK_FILE)) {
-                        continue;
-                    }
-                    if path.is_dir() {
-                        remove_dir(&path)?;
-                    } else {
-                        std::fs::remove_file(&path)
-                            .with_context(|| format!("removing {}", path.display()))?;
-                    }
-                }
-                eprintln!("emptied {}", cfg.evidence_dir.display());
-            }
-            eprintln!("reset done: the next run starts from step 1");
+        Command::Reset { yes } => reset(cfg, yes).await,
+    }
+}
+
+/// `wait`: one lab wait, its evidence on stdout (exit 1 when not reached).
+async fn wait(cfg: Config, state: WaitState, sha: &str) -> Result<ExitCode> {
+    let cluster = Cluster::connect(&cfg).await?;
+    let target = match state {
+        WaitState::Healthy => Target::Healthy,
+        WaitState::Failed => Target::Failed,
+    };
+    let mut live = LiveWatch::start(&cluster);
+    let probe = Probe::for_cluster(&cluster)?;
+    let spec = WaitSpec::new(&cfg, target, sha, &cfg.body);
+    match wait_for(&cluster, &mut live, &probe, &spec, &mut |_| {}).await {
+        Ok(w) => {
+            print_json(&w.evidence.to_value());
             Ok(ExitCode::SUCCESS)
         }
+        Err(e @ WaitError::Timeout { .. }) | Err(e @ WaitError::Api { .. }) => {
+            eprintln!("cnpe-lab: {e}");
+            Ok(ExitCode::from(1))
+        }
     }
+}
+
+/// `reset --yes`: the lab's objects, directories and records gone; the lock file stays.
+async fn reset(cfg: Config, yes: bool) -> Result<ExitCode> {
+    if !yes {
+        eprintln!(
+            "cnpe-lab: reset deletes the Application {}, AppProject {}, namespace {}, {}, {} and {}; pass --yes",
+            cfg.application,
+            cfg.project,
+            cfg.namespace,
+            cfg.evidence_dir.display(),
+            cfg.gitops_dir.display(),
+            cfg.bare_repo.display()
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let cluster = Cluster::connect(&cfg).await?;
+    cluster
+        .delete_lab_objects(std::time::Duration::from_secs(120))
+        .await?;
+    for dir in [&cfg.gitops_dir, &cfg.bare_repo] {
+        remove_dir(dir)?;
+    }
+    // The lock file stays (we hold it); everything else in the evidence directory goes.
+    if let Ok(entries) = std::fs::read_dir(&cfg.evidence_dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.file_name() == Some(std::ffi::OsStr::new(cnpe_lab::lock::LOCK_FILE)) {
+                continue;
+            }
+            if path.is_dir() {
+                remove_dir(&path)?;
+            } else {
+                std::fs::remove_file(&path)
+                    .with_context(|| format!("removing {}", path.display()))?;
+            }
+        }
+        eprintln!("emptied {}", cfg.evidence_dir.display());
+    }
+    eprintln!("reset done: the next run starts from step 1");
+    Ok(ExitCode::SUCCESS)
 }
 
 fn remove_dir(dir: &std::path::Path) -> Result<()> {

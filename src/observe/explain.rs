@@ -51,6 +51,29 @@ fn current_replica_set<'a>(
 pub fn likely_causes(target: Target, unmet: &[Unmet], ev: &Evidence, cx: &Context) -> Vec<String> {
     let mut causes = Vec::new();
     let unmet_names: Vec<&str> = unmet.iter().map(|u| u.what).collect();
+    let explainers: [Explainer; 4] = [
+        nothing_ready,
+        revision_not_applied,
+        comparison_errors,
+        controllers_behind,
+    ];
+    for explain in explainers {
+        explain(&mut causes, target, &unmet_names, ev, cx);
+    }
+    causes
+}
+
+/// Adds the causes it recognises in the evidence to `causes`.
+type Explainer = fn(&mut Vec<String>, Target, &[&str], &Evidence, &Context);
+
+/// Nothing ready: a rollback to a reused ReplicaSet (no deadline signal), or not yet.
+fn nothing_ready(
+    causes: &mut Vec<String>,
+    target: Target,
+    _unmet_names: &[&str],
+    ev: &Evidence,
+    cx: &Context,
+) {
     let rs = cx
         .deployment
         .as_ref()
@@ -86,6 +109,16 @@ pub fn likely_causes(target: Target, unmet: &[Unmet], ev: &Evidence, cx: &Contex
             ));
         }
     }
+}
+
+/// Argo CD has not applied the revision, it is not pinned, or it serves the wrong content.
+fn revision_not_applied(
+    causes: &mut Vec<String>,
+    target: Target,
+    unmet_names: &[&str],
+    ev: &Evidence,
+    _cx: &Context,
+) {
     if unmet_names.iter().any(|w| {
         matches!(
             *w,
@@ -116,6 +149,16 @@ pub fn likely_causes(target: Target, unmet: &[Unmet], ev: &Evidence, cx: &Contex
             ev.http_body.as_deref().unwrap_or("")
         ));
     }
+}
+
+/// Argo CD could not generate manifests for the revision.
+fn comparison_errors(
+    causes: &mut Vec<String>,
+    _target: Target,
+    _unmet_names: &[&str],
+    ev: &Evidence,
+    cx: &Context,
+) {
     // Argo CD could not generate manifests for the revision (Git server unreachable, unknown
     // revision, bad path): nothing it reports describes the revision asked for.
     let comparison_errors = cx
@@ -150,6 +193,16 @@ pub fn likely_causes(target: Target, unmet: &[Unmet], ev: &Evidence, cx: &Contex
             crate::sha::short(ev.target_revision.as_deref().unwrap_or("?")),
         ));
     }
+}
+
+/// A controller (deployment, EndpointSlice, endpoints) or the watch is behind the API.
+fn controllers_behind(
+    causes: &mut Vec<String>,
+    target: Target,
+    unmet_names: &[&str],
+    ev: &Evidence,
+    cx: &Context,
+) {
     // Argo CD applied the spec but the Deployment controller has not looked at it yet.
     if unmet_names.contains(&"observed_generation")
         && ev.operation_phase.as_deref() == Some("Succeeded")
@@ -201,7 +254,6 @@ pub fn likely_causes(target: Target, unmet: &[Unmet], ev: &Evidence, cx: &Contex
     if let Some(e) = &cx.last_watch_error {
         causes.push(format!("the API had errors during the wait; last: {e}"));
     }
-    causes
 }
 
 fn ready_condition(pod: &Pod) -> Option<&PodCondition> {

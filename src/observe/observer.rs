@@ -167,7 +167,6 @@ pub async fn wait_for(
     spec: &WaitSpec<'_>,
     on_observation: &mut dyn FnMut(&Evidence),
 ) -> Result<Waited, WaitError> {
-    let start = Instant::now();
     let name = spec.target.name();
     let subject = Subject::from_config(cluster.config());
     if let Err(e) = live.ready(spec.deadline).await {
@@ -177,100 +176,22 @@ pub async fn wait_for(
             source: e,
         });
     }
-    let (mut events, mut probes) = (0u32, 0u32);
-    let mut last_probe: Option<(Instant, HttpOutcome)> = None;
-    let mut kube_met_at: Option<Instant> = None;
-    let mut found: BTreeMap<&'static str, String> = BTreeMap::new();
-    let mut flips = Vec::new();
-    let mut zero_endpoints_since: Option<Instant> = None;
+    let mut w = Watching::new();
     loop {
-        let state = live.snapshot();
-        let placeholder = || not_probed(probe.url());
-        let http = last_probe
-            .as_ref()
-            .map(|(_, h)| h.clone())
-            .unwrap_or_else(placeholder);
-        let mut ev = evidence::derive(&subject, &state, &http, chrono::Utc::now());
-        let mut unmet = predicates::unmet(spec.target, &ev, spec.sha, spec.body);
-        let kube_holds = unmet.iter().all(is_http);
-        if kube_holds {
-            kube_met_at.get_or_insert_with(Instant::now);
-        } else {
-            kube_met_at = None;
-        }
-        // HTTP is probed at the probe interval during the whole wait (so the record shows
-        // what users got), and at once when the Kubernetes part starts to hold: an answer from
-        // before that says nothing about the goal.
-        let due = last_probe.as_ref().is_none_or(|(t, _)| {
-            t.elapsed() >= spec.probe_interval || kube_met_at.is_some_and(|k| *t < k)
-        });
-        if due {
-            let h = probe.get().await;
-            probes += 1;
-            last_probe = Some((Instant::now(), h.clone()));
-            ev = evidence::derive(&subject, &state, &h, chrono::Utc::now());
-            unmet = predicates::unmet(spec.target, &ev, spec.sha, spec.body);
-        }
-        if ev.ready_endpoints == 0 {
-            zero_endpoints_since.get_or_insert_with(Instant::now);
-        } else {
-            zero_endpoints_since = None;
-        }
+        let (ev, unmet) = w.look(live, probe, &subject, spec).await;
         on_observation(&ev);
-        track_flips(&mut found, &mut flips, &unmet, &ev, start, spec);
+        track_flips(&mut w.found, &mut w.flips, &unmet, &ev, w.start, spec);
         if unmet.is_empty() {
-            if spec.progress == Progress::Terminal {
-                eprint!("\r\x1b[2K");
-            }
-            if spec.progress != Progress::Quiet {
-                eprintln!(
-                    "wait {name}: reached after {:.1}s ({events} watch events, {probes} probes)",
-                    start.elapsed().as_secs_f64()
-                );
-            }
-            let latency_after_event = kube_met_at.map(|t| t.elapsed()).unwrap_or_default();
-            return Ok(Waited {
-                evidence: ev,
-                elapsed: start.elapsed(),
-                events,
-                probes,
-                latency_after_event,
-                flips,
-            });
+            return Ok(w.reached(ev, spec));
         }
-        if spec.progress == Progress::Terminal {
-            let names: Vec<&str> = unmet.iter().map(|u| u.what).collect();
-            eprint!(
-                "\r\x1b[2Kwait {name} {:>5.1}s: unmet {}",
-                start.elapsed().as_secs_f64(),
-                names.join(", ")
-            );
-            let _ = std::io::stderr().flush();
-        }
-        let left = spec.deadline.saturating_sub(start.elapsed());
+        show_unmet(spec, w.start, &unmet);
+        let left = spec.deadline.saturating_sub(w.start.elapsed());
         if left.is_zero() {
-            if spec.progress == Progress::Terminal {
-                eprintln!();
-            }
-            let context = crate::observe::observer::context(
-                cluster,
-                live,
-                zero_endpoints_since.map(|t| t.elapsed()),
-                &flips,
-            )
-            .await;
-            let explanation = explain::explain(spec.target, spec.sha, &unmet, &ev, &context);
-            return Err(WaitError::Timeout {
-                target: name,
-                sha: spec.sha.into(),
-                deadline: spec.deadline,
-                unmet,
-                evidence: Box::new(ev),
-                explanation,
-            });
+            return Err(w.timed_out(cluster, live, spec, unmet, ev).await);
         }
         // Sleep until the next watch event or the next probe, whichever comes first.
-        let since_probe = last_probe
+        let since_probe = w
+            .last_probe
             .as_ref()
             .map_or(Duration::ZERO, |(t, _)| t.elapsed());
         let nap = spec
@@ -279,8 +200,146 @@ pub async fn wait_for(
             .max(Duration::from_millis(1))
             .min(left);
         if live.changed(nap).await {
-            events += 1;
+            w.events += 1;
         }
+    }
+}
+
+/// What one wait has seen so far.
+struct Watching {
+    start: Instant,
+    events: u32,
+    probes: u32,
+    last_probe: Option<(Instant, HttpOutcome)>,
+    /// Since when the Kubernetes part of the goal holds.
+    kube_met_at: Option<Instant>,
+    found: BTreeMap<&'static str, String>,
+    flips: Vec<Flip>,
+    zero_endpoints_since: Option<Instant>,
+}
+
+impl Watching {
+    fn new() -> Self {
+        Watching {
+            start: Instant::now(),
+            events: 0,
+            probes: 0,
+            last_probe: None,
+            kube_met_at: None,
+            found: BTreeMap::new(),
+            flips: Vec::new(),
+            zero_endpoints_since: None,
+        }
+    }
+
+    /// The evidence now and what it leaves unmet, probing HTTP when due.
+    async fn look(
+        &mut self,
+        live: &LiveWatch,
+        probe: &Probe,
+        subject: &Subject,
+        spec: &WaitSpec<'_>,
+    ) -> (Evidence, Vec<Unmet>) {
+        let state = live.snapshot();
+        let http = self
+            .last_probe
+            .as_ref()
+            .map(|(_, h)| h.clone())
+            .unwrap_or_else(|| not_probed(probe.url()));
+        let mut ev = evidence::derive(subject, &state, &http, chrono::Utc::now());
+        let mut unmet = predicates::unmet(spec.target, &ev, spec.sha, spec.body);
+        if unmet.iter().all(is_http) {
+            self.kube_met_at.get_or_insert_with(Instant::now);
+        } else {
+            self.kube_met_at = None;
+        }
+        // HTTP is probed at the probe interval during the whole wait (so the record shows
+        // what users got), and at once when the Kubernetes part starts to hold: an answer from
+        // before that says nothing about the goal.
+        let kube_met_at = self.kube_met_at;
+        let due = self.last_probe.as_ref().is_none_or(|(t, _)| {
+            t.elapsed() >= spec.probe_interval || kube_met_at.is_some_and(|k| *t < k)
+        });
+        if due {
+            let h = probe.get().await;
+            self.probes += 1;
+            self.last_probe = Some((Instant::now(), h.clone()));
+            ev = evidence::derive(subject, &state, &h, chrono::Utc::now());
+            unmet = predicates::unmet(spec.target, &ev, spec.sha, spec.body);
+        }
+        if ev.ready_endpoints == 0 {
+            self.zero_endpoints_since.get_or_insert_with(Instant::now);
+        } else {
+            self.zero_endpoints_since = None;
+        }
+        (ev, unmet)
+    }
+
+    fn reached(self, ev: Evidence, spec: &WaitSpec<'_>) -> Waited {
+        if spec.progress == Progress::Terminal {
+            eprint!("\r\x1b[2K");
+        }
+        if spec.progress != Progress::Quiet {
+            eprintln!(
+                "wait {}: reached after {:.1}s ({} watch events, {} probes)",
+                spec.target.name(),
+                self.start.elapsed().as_secs_f64(),
+                self.events,
+                self.probes
+            );
+        }
+        Waited {
+            evidence: ev,
+            elapsed: self.start.elapsed(),
+            events: self.events,
+            probes: self.probes,
+            latency_after_event: self.kube_met_at.map(|t| t.elapsed()).unwrap_or_default(),
+            flips: self.flips,
+        }
+    }
+
+    /// The deadline passed: the unmet conditions with their live values, explained.
+    async fn timed_out(
+        self,
+        cluster: &Cluster,
+        live: &LiveWatch,
+        spec: &WaitSpec<'_>,
+        unmet: Vec<Unmet>,
+        ev: Evidence,
+    ) -> WaitError {
+        if spec.progress == Progress::Terminal {
+            eprintln!();
+        }
+        let context = crate::observe::observer::context(
+            cluster,
+            live,
+            self.zero_endpoints_since.map(|t| t.elapsed()),
+            &self.flips,
+        )
+        .await;
+        let explanation = explain::explain(spec.target, spec.sha, &unmet, &ev, &context);
+        WaitError::Timeout {
+            target: spec.target.name(),
+            sha: spec.sha.into(),
+            deadline: spec.deadline,
+            unmet,
+            evidence: Box::new(ev),
+            explanation,
+        }
+    }
+}
+
+/// The terminal's one updating line: what is still unmet.
+fn show_unmet(spec: &WaitSpec<'_>, start: Instant, unmet: &[Unmet]) {
+    if spec.progress == Progress::Terminal {
+        let names: Vec<&str> = unmet.iter().map(|u| u.what).collect();
+        eprint!(
+            "\r\x1b[2Kwait {} {:>5.1}s: unmet {}",
+            spec.target.name(),
+            start.elapsed().as_secs_f64(),
+            names.join(", ")
+        );
+        let _ = std::io::stderr().flush();
     }
 }
 

@@ -112,150 +112,200 @@ pub fn render_svg(obs: &[Observation], marks: &[Mark]) -> Result<String> {
         .cloned()
         .fold(1.0, f64::max)
         + 2.0;
-    let t_start = mark_times.iter().cloned().fold(0.0, f64::min);
     let lanes = lanes();
-    let height = (TOP + lanes.len() as i32 * (LANE + GAP) + 70) as u32;
-    let plot_w = WIDTH as i32 - LEFT - RIGHT;
-    let x = |t: f64| LEFT + ((t - t_start) / (t_end - t_start) * plot_w as f64).round() as i32;
-    let lanes_bottom = TOP + lanes.len() as i32 * (LANE + GAP);
-
+    let scale = Scale {
+        t_start: mark_times.iter().cloned().fold(0.0, f64::min),
+        t_end,
+        plot_w: WIDTH as i32 - LEFT - RIGHT,
+        lanes_bottom: TOP + lanes.len() as i32 * (LANE + GAP),
+    };
+    let height = (scale.lanes_bottom + 70) as u32;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        let e = |e: DrawingAreaErrorKind<std::io::Error>| anyhow::anyhow!("drawing: {e:?}");
-        root.fill(&WHITE).map_err(e)?;
+        root.fill(&WHITE).map_err(drawing)?;
         let title = ("sans-serif", 22).into_font().color(&BLACK);
-        let small = ("sans-serif", 13).into_font().color(&BLACK);
-        let tiny = ("sans-serif", 11).into_font().color(&RGBColor(33, 33, 33));
         root.draw(&Text::new(
             "\"Synced\" is not \"serving\": the lab's outage and its recovery through Git",
             (LEFT, 16),
             title,
         ))
-        .map_err(e)?;
-
-        // The Synced-but-not-serving window(s), shaded across every lane.
-        let mut windows: Vec<(f64, f64)> = Vec::new();
-        for (i, o) in obs.iter().enumerate() {
-            let (a, b) = (times[i], times.get(i + 1).copied().unwrap_or(t_end));
-            if o.synced_not_serving() {
-                match windows.last_mut() {
-                    Some(w) if (w.1 - a).abs() < 1e-9 => w.1 = b,
-                    _ => windows.push((a, b)),
-                }
-            }
-        }
-        for (a, b) in &windows {
-            root.draw(&Rectangle::new(
-                [(x(*a), TOP - 8), (x(*b), lanes_bottom)],
-                RGBColor(229, 57, 53).mix(0.12).filled(),
-            ))
-            .map_err(e)?;
-            root.draw(&Rectangle::new(
-                [(x(*a), TOP - 8), (x(*b), lanes_bottom)],
-                RGBColor(229, 57, 53).stroke_width(2),
-            ))
-            .map_err(e)?;
-            if b - a < 3.0 {
-                continue; // a pod starting: shaded, but too short to label legibly
-            }
-            let label = format!("Synced but not serving ({:.1}s)", b - a);
-            let style = ("sans-serif", 14)
-                .into_font()
-                .color(&RGBColor(183, 28, 28))
-                .pos(Pos::new(HPos::Center, VPos::Bottom));
-            root.draw(&Text::new(label, ((x(*a) + x(*b)) / 2, TOP - 10), style))
-                .map_err(e)?;
-        }
-
-        // Lanes: one colored segment per run of equal values, labelled when wide enough.
-        for (li, (name, read)) in lanes.iter().enumerate() {
-            let y0 = TOP + li as i32 * (LANE + GAP);
-            let label = small.clone().pos(Pos::new(HPos::Right, VPos::Center));
-            root.draw(&Text::new(*name, (LEFT - 10, y0 + LANE / 2), label))
-                .map_err(e)?;
-            let mut i = 0;
-            while i < obs.len() {
-                let v = read(&obs[i]);
-                let mut j = i;
-                while j + 1 < obs.len() && read(&obs[j + 1]) == v {
-                    j += 1;
-                }
-                let (a, b) = (times[i], times.get(j + 1).copied().unwrap_or(t_end));
-                let (xa, xb) = (x(a), x(b).max(x(a) + 1));
-                root.draw(&Rectangle::new(
-                    [(xa, y0), (xb, y0 + LANE)],
-                    color_of(name, &v).mix(0.85).filled(),
-                ))
-                .map_err(e)?;
-                if xb - xa > 9 * v.len() as i32 {
-                    let t = tiny.clone().pos(Pos::new(HPos::Center, VPos::Center));
-                    root.draw(&Text::new(v.clone(), ((xa + xb) / 2, y0 + LANE / 2), t))
-                        .map_err(e)?;
-                }
-                i = j + 1;
-            }
-        }
-
-        // Marks: a vertical line each, labels staggered in rows above the lanes.
-        for (k, (m, t)) in marks.iter().zip(&mark_times).enumerate() {
-            let color = match m.kind {
-                MarkKind::TargetRevisionSet => RGBColor(33, 33, 33),
-                MarkKind::ProgressDeadline => RGBColor(123, 31, 162),
-                MarkKind::OutageDetected => RGBColor(198, 40, 40),
-                MarkKind::Recovered => RGBColor(46, 125, 50),
-            };
-            let xm = x(*t);
-            let row = TOP - 76 + (k as i32 % 4) * 15;
-            root.draw(&PathElement::new(
-                vec![(xm, row + 4), (xm, lanes_bottom + 4)],
-                color.stroke_width(2),
-            ))
-            .map_err(e)?;
-            let style = ("sans-serif", 12)
-                .into_font()
-                .color(&color)
-                .pos(Pos::new(HPos::Left, VPos::Bottom));
-            root.draw(&Text::new(
-                format!("{} +{:.1}s", m.label, t),
-                (xm + 3, row + 2),
-                style,
-            ))
-            .map_err(e)?;
-        }
-
-        // Time axis.
-        let axis_y = lanes_bottom + 10;
-        root.draw(&PathElement::new(
-            vec![(LEFT, axis_y), (LEFT + plot_w, axis_y)],
-            BLACK.stroke_width(1),
-        ))
-        .map_err(e)?;
-        let step = [1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0]
-            .into_iter()
-            .find(|s| (t_end - t_start) / s <= 14.0)
-            .unwrap_or(300.0);
-        let mut t = (t_start / step).ceil() * step;
-        while t <= t_end {
-            root.draw(&PathElement::new(
-                vec![(x(t), axis_y), (x(t), axis_y + 5)],
-                BLACK.stroke_width(1),
-            ))
-            .map_err(e)?;
-            let style = tiny.clone().pos(Pos::new(HPos::Center, VPos::Top));
-            root.draw(&Text::new(format!("{t:.0}s"), (x(t), axis_y + 7), style))
-                .map_err(e)?;
-            t += step;
-        }
-        let legend = format!(
-            "seconds since the first observation ({}); shaded: Argo CD reports Synced while ready endpoints are 0 or HTTP is not 200",
-            obs[0].at
-        );
-        root.draw(&Text::new(legend, (LEFT, axis_y + 30), tiny.clone()))
-            .map_err(e)?;
-        root.present().map_err(e)?;
+        .map_err(drawing)?;
+        draw_windows(&root, &scale, obs, &times)?;
+        draw_lanes(&root, &scale, &lanes, obs, &times)?;
+        draw_marks(&root, &scale, marks, &mark_times)?;
+        draw_axis(&root, &scale, &obs[0].at)?;
+        root.present().map_err(drawing)?;
     }
     Ok(svg)
+}
+
+type Root<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+fn drawing(e: DrawingAreaErrorKind<std::io::Error>) -> anyhow::Error {
+    anyhow::anyhow!("drawing: {e:?}")
+}
+
+/// Seconds to x pixels, and where the lanes end.
+struct Scale {
+    t_start: f64,
+    t_end: f64,
+    plot_w: i32,
+    lanes_bottom: i32,
+}
+
+impl Scale {
+    fn x(&self, t: f64) -> i32 {
+        LEFT + ((t - self.t_start) / (self.t_end - self.t_start) * self.plot_w as f64).round()
+            as i32
+    }
+}
+
+fn tiny_font() -> TextStyle<'static> {
+    ("sans-serif", 11).into_font().color(&RGBColor(33, 33, 33))
+}
+
+/// The Synced-but-not-serving window(s), shaded across every lane.
+fn draw_windows(root: &Root, s: &Scale, obs: &[Observation], times: &[f64]) -> Result<()> {
+    let mut windows: Vec<(f64, f64)> = Vec::new();
+    for (i, o) in obs.iter().enumerate() {
+        let (a, b) = (times[i], times.get(i + 1).copied().unwrap_or(s.t_end));
+        if o.synced_not_serving() {
+            match windows.last_mut() {
+                Some(w) if (w.1 - a).abs() < 1e-9 => w.1 = b,
+                _ => windows.push((a, b)),
+            }
+        }
+    }
+    for (a, b) in &windows {
+        let corners = [(s.x(*a), TOP - 8), (s.x(*b), s.lanes_bottom)];
+        root.draw(&Rectangle::new(
+            corners,
+            RGBColor(229, 57, 53).mix(0.12).filled(),
+        ))
+        .map_err(drawing)?;
+        root.draw(&Rectangle::new(
+            corners,
+            RGBColor(229, 57, 53).stroke_width(2),
+        ))
+        .map_err(drawing)?;
+        if b - a < 3.0 {
+            continue; // a pod starting: shaded, but too short to label legibly
+        }
+        let label = format!("Synced but not serving ({:.1}s)", b - a);
+        let style = ("sans-serif", 14)
+            .into_font()
+            .color(&RGBColor(183, 28, 28))
+            .pos(Pos::new(HPos::Center, VPos::Bottom));
+        root.draw(&Text::new(
+            label,
+            ((s.x(*a) + s.x(*b)) / 2, TOP - 10),
+            style,
+        ))
+        .map_err(drawing)?;
+    }
+    Ok(())
+}
+
+/// Lanes: one colored segment per run of equal values, labelled when wide enough.
+fn draw_lanes(
+    root: &Root,
+    s: &Scale,
+    lanes: &[Lane],
+    obs: &[Observation],
+    times: &[f64],
+) -> Result<()> {
+    let small = ("sans-serif", 13).into_font().color(&BLACK);
+    for (li, (name, read)) in lanes.iter().enumerate() {
+        let y0 = TOP + li as i32 * (LANE + GAP);
+        let label = small.clone().pos(Pos::new(HPos::Right, VPos::Center));
+        root.draw(&Text::new(*name, (LEFT - 10, y0 + LANE / 2), label))
+            .map_err(drawing)?;
+        let mut i = 0;
+        while i < obs.len() {
+            let v = read(&obs[i]);
+            let mut j = i;
+            while j + 1 < obs.len() && read(&obs[j + 1]) == v {
+                j += 1;
+            }
+            let (a, b) = (times[i], times.get(j + 1).copied().unwrap_or(s.t_end));
+            let (xa, xb) = (s.x(a), s.x(b).max(s.x(a) + 1));
+            root.draw(&Rectangle::new(
+                [(xa, y0), (xb, y0 + LANE)],
+                color_of(name, &v).mix(0.85).filled(),
+            ))
+            .map_err(drawing)?;
+            if xb - xa > 9 * v.len() as i32 {
+                let t = tiny_font().pos(Pos::new(HPos::Center, VPos::Center));
+                root.draw(&Text::new(v.clone(), ((xa + xb) / 2, y0 + LANE / 2), t))
+                    .map_err(drawing)?;
+            }
+            i = j + 1;
+        }
+    }
+    Ok(())
+}
+
+/// Marks: a vertical line each, labels staggered in rows above the lanes.
+fn draw_marks(root: &Root, s: &Scale, marks: &[Mark], mark_times: &[f64]) -> Result<()> {
+    for (k, (m, t)) in marks.iter().zip(mark_times).enumerate() {
+        let color = match m.kind {
+            MarkKind::TargetRevisionSet => RGBColor(33, 33, 33),
+            MarkKind::ProgressDeadline => RGBColor(123, 31, 162),
+            MarkKind::OutageDetected => RGBColor(198, 40, 40),
+            MarkKind::Recovered => RGBColor(46, 125, 50),
+        };
+        let xm = s.x(*t);
+        let row = TOP - 76 + (k as i32 % 4) * 15;
+        root.draw(&PathElement::new(
+            vec![(xm, row + 4), (xm, s.lanes_bottom + 4)],
+            color.stroke_width(2),
+        ))
+        .map_err(drawing)?;
+        let style = ("sans-serif", 12)
+            .into_font()
+            .color(&color)
+            .pos(Pos::new(HPos::Left, VPos::Bottom));
+        root.draw(&Text::new(
+            format!("{} +{:.1}s", m.label, t),
+            (xm + 3, row + 2),
+            style,
+        ))
+        .map_err(drawing)?;
+    }
+    Ok(())
+}
+
+/// The time axis, its ticks and the legend.
+fn draw_axis(root: &Root, s: &Scale, first_at: &str) -> Result<()> {
+    let axis_y = s.lanes_bottom + 10;
+    root.draw(&PathElement::new(
+        vec![(LEFT, axis_y), (LEFT + s.plot_w, axis_y)],
+        BLACK.stroke_width(1),
+    ))
+    .map_err(drawing)?;
+    let step = [1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0]
+        .into_iter()
+        .find(|step| (s.t_end - s.t_start) / step <= 14.0)
+        .unwrap_or(300.0);
+    let mut t = (s.t_start / step).ceil() * step;
+    while t <= s.t_end {
+        root.draw(&PathElement::new(
+            vec![(s.x(t), axis_y), (s.x(t), axis_y + 5)],
+            BLACK.stroke_width(1),
+        ))
+        .map_err(drawing)?;
+        let style = tiny_font().pos(Pos::new(HPos::Center, VPos::Top));
+        root.draw(&Text::new(format!("{t:.0}s"), (s.x(t), axis_y + 7), style))
+            .map_err(drawing)?;
+        t += step;
+    }
+    let legend = format!(
+        "seconds since the first observation ({first_at}); shaded: Argo CD reports Synced while ready endpoints are 0 or HTTP is not 200"
+    );
+    root.draw(&Text::new(legend, (LEFT, axis_y + 30), tiny_font()))
+        .map_err(drawing)?;
+    Ok(())
 }
 
 /// Reads `observations.ndjson` and the records in `evidence_dir` and (re)writes `report.svg`.
