@@ -14,6 +14,8 @@
 //! Shared by all: [`config`], [`sha`], [`lock`], [`records`] (write-once files and the one list
 //! of the evidence directory's files).
 
+#![warn(clippy::too_many_lines)]
+
 pub mod cluster;
 pub mod config;
 pub mod lab;

@@ -15,6 +15,8 @@
 //! JSON goes to stdout, diagnostics to stderr. Exit 0 success, 1 failure, 2 usage error or
 //! another cnpe-lab process holding the evidence directory.
 
+#![warn(clippy::too_many_lines)]
+
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use cnpe_lab::cluster::live::LiveWatch;

@@ -2,6 +2,8 @@
 //! serving EXPECTED_SHA with EXPECTED_BODY. Exit 1 on a rejection (each violation on stderr, one
 //! per line), exit 2 on usage errors and unreadable files. The state file is only ever read.
 
+#![warn(clippy::too_many_lines)]
+
 use clap::Parser;
 use cnpe_lab::records;
 use cnpe_lab::release_gate as gate;
