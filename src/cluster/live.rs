@@ -35,12 +35,78 @@ pub fn watch_backoff() -> ResetTimerBackoff<watcher::ExponentialBackoff> {
     ResetTimerBackoff::new(b, Duration::from_secs(60))
 }
 
-/// The newest watch error, kept so a wait that times out can name it.
+/// The newest watch error of a set of watches, kept so a wait that times out or a gate that
+/// cannot list can name it. One type for the lab's waits and the gate.
 #[derive(Debug, Clone)]
 pub struct WatchError {
+    /// The kind watched ("Application", "HTTPRoute").
     pub kind: &'static str,
     pub at: Instant,
     pub message: String,
+}
+
+/// Shared by the watches of one waiter: the newest error of any of them.
+pub type LastError = Arc<Mutex<Option<WatchError>>>;
+
+/// What a reflector saw, for its owner to react to.
+pub enum Seen<'a> {
+    /// An object was listed, added, changed or deleted.
+    Object(&'a kube::api::ObjectMeta),
+    /// A (re)list began: the store will be replaced.
+    Relisting,
+    /// A (re)list completed: the store is whole again, everything may have changed.
+    Listed,
+    /// The watch failed (recorded in the [`LastError`]); it is retried with [`watch_backoff`].
+    Failed,
+}
+
+/// Starts one reflector (kube-runtime's watcher + store) with our backoff: the one reflector
+/// start of the lab's waits and of the gate. `on_seen` is called for every item, at the
+/// instant it arrived; returning false ends the watch (its receiver is gone).
+pub fn spawn_reflector<K, F>(
+    kind: &'static str,
+    api: kube::Api<K>,
+    cfg: watcher::Config,
+    last_error: LastError,
+    mut on_seen: F,
+) -> (Store<K>, JoinHandle<()>)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+    F: FnMut(Seen<'_>, Instant) -> bool + Send + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream = reflector::reflector(writer, watcher(api, cfg).backoff(watch_backoff()));
+    let task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(item) = stream.next().await {
+            let at = Instant::now();
+            let seen = match &item {
+                Ok(watcher::Event::Apply(o))
+                | Ok(watcher::Event::Delete(o))
+                | Ok(watcher::Event::InitApply(o)) => Seen::Object(o.meta()),
+                Ok(watcher::Event::Init) => Seen::Relisting,
+                Ok(watcher::Event::InitDone) => Seen::Listed,
+                Err(e) => {
+                    *last_error.lock().unwrap() = Some(WatchError {
+                        kind,
+                        at,
+                        message: format!("{e}"),
+                    });
+                    Seen::Failed
+                }
+            };
+            if !on_seen(seen, at) {
+                return;
+            }
+        }
+    });
+    (reader, task)
 }
 
 pub struct LiveWatch {
@@ -48,7 +114,7 @@ pub struct LiveWatch {
     deployment: Store<Deployment>,
     slices: Store<EndpointSlice>,
     changes: watch::Receiver<u64>,
-    last_error: Arc<Mutex<Option<WatchError>>>,
+    last_error: LastError,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -60,43 +126,12 @@ impl Drop for LiveWatch {
     }
 }
 
-fn spawn_reflector<K>(
-    kind: &'static str,
-    api: kube::Api<K>,
-    cfg: watcher::Config,
-    notify: watch::Sender<u64>,
-    last_error: Arc<Mutex<Option<WatchError>>>,
-) -> (Store<K>, JoinHandle<()>)
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
-    let (reader, writer) = reflector::store();
-    // The waiter reports the last error if the watch never recovers; three watches retrying
-    // every RETRY_CAP cost nothing.
-    let stream = reflector::reflector(writer, watcher(api, cfg).backoff(watch_backoff()));
-    let task = tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(_) => {}
-                Err(e) => {
-                    *last_error.lock().unwrap() = Some(WatchError {
-                        kind,
-                        at: Instant::now(),
-                        message: format!("{e}"),
-                    });
-                }
-            }
-            notify.send_modify(|n| *n += 1);
-        }
-    });
-    (reader, task)
+/// A lab waiter wakes at every item, errors included (it re-reads the stores and the error).
+fn notifier(notify: watch::Sender<u64>) -> impl FnMut(Seen<'_>, Instant) -> bool + Send {
+    move |_, _| {
+        notify.send_modify(|n| *n += 1);
+        true
+    }
 }
 
 impl LiveWatch {
@@ -112,22 +147,22 @@ impl LiveWatch {
             "Application",
             cluster.applications(),
             by_name(&cfg.application),
-            tx.clone(),
             last_error.clone(),
+            notifier(tx.clone()),
         );
         let (deployment, t2) = spawn_reflector(
             "Deployment",
             cluster.deployments(),
             by_name(&cfg.workload),
-            tx.clone(),
             last_error.clone(),
+            notifier(tx.clone()),
         );
         let (slices, t3) = spawn_reflector(
             "EndpointSlice",
             cluster.endpoint_slices_api(),
             watcher::Config::default().labels(&cluster.slice_selector()),
-            tx,
             last_error.clone(),
+            notifier(tx),
         );
         LiveWatch {
             application,

@@ -7,17 +7,16 @@
 
 use crate::cluster::argo::Application;
 use crate::cluster::gateway::HttpRoute;
-use crate::cluster::live::watch_backoff;
+use crate::cluster::live::{spawn_reflector, LastError, Seen};
 use crate::cluster::rollouts::Rollout;
 use crate::cluster::Cluster;
-use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::{watcher, WatchStreamExt};
+use kube::runtime::watcher;
 use kube::Api;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -145,13 +144,7 @@ pub enum AppFilter {
     Selector(String),
 }
 
-/// The newest watch error, so a verdict can name it.
-#[derive(Debug, Clone)]
-pub struct WatchError {
-    pub kind: Kind,
-    pub at: Instant,
-    pub message: String,
-}
+pub use crate::cluster::live::WatchError;
 
 pub struct Stores {
     pub applications: Store<Application>,
@@ -175,7 +168,7 @@ pub struct Watches {
     /// The kinds watched: one reflector (one watch stream, re-established when the server
     /// ends it) each.
     pub kinds: Vec<Kind>,
-    last_error: Arc<Mutex<Option<WatchError>>>,
+    last_error: LastError,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -187,12 +180,14 @@ impl Drop for Watches {
     }
 }
 
+/// One reflector of the gate: every object it sees, and every completed (re)list, is one
+/// [`Change`] on the run's channel.
 fn spawn<K>(
     kind: Kind,
     api: Api<K>,
     cfg: watcher::Config,
     tx: mpsc::UnboundedSender<Change>,
-    last_error: Arc<Mutex<Option<WatchError>>>,
+    last_error: LastError,
 ) -> (Store<K>, JoinHandle<()>)
 where
     K: kube::Resource<DynamicType = ()>
@@ -203,49 +198,34 @@ where
         + Sync
         + 'static,
 {
-    let (reader, writer) = reflector::store();
-    let stream = reflector::reflector(writer, watcher(api, cfg).backoff(watch_backoff()));
-    let task = tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(item) = stream.next().await {
-            let at = Instant::now();
-            let meta = match &item {
-                Ok(watcher::Event::Apply(o))
-                | Ok(watcher::Event::Delete(o))
-                | Ok(watcher::Event::InitApply(o)) => ObjectMeta {
-                    namespace: o.meta().namespace.clone(),
-                    name: o.meta().name.clone(),
-                    labels: o.meta().labels.clone(),
-                    owner_references: o.meta().owner_references.clone(),
+    spawn_reflector(
+        kind.group_kind().1,
+        api,
+        cfg,
+        last_error,
+        move |seen, at| {
+            let meta = match seen {
+                Seen::Object(o) => ObjectMeta {
+                    namespace: o.namespace.clone(),
+                    name: o.name.clone(),
+                    labels: o.labels.clone(),
+                    owner_references: o.owner_references.clone(),
                     ..Default::default()
                 },
-                Ok(watcher::Event::Init) => continue,
+                Seen::Relisting | Seen::Failed => return true,
                 // The store is complete again: everything may have changed.
-                Ok(watcher::Event::InitDone) => ObjectMeta::default(),
-                Err(e) => {
-                    *last_error.lock().unwrap() = Some(WatchError {
-                        kind,
-                        at,
-                        message: format!("{e}"),
-                    });
-                    continue;
-                }
+                Seen::Listed => ObjectMeta::default(),
             };
-            if tx
-                .send(Change {
-                    kind,
-                    namespace: meta.namespace.clone().unwrap_or_default(),
-                    name: meta.name.clone().unwrap_or_default(),
-                    meta,
-                    at,
-                })
-                .is_err()
-            {
-                return;
-            }
-        }
-    });
-    (reader, task)
+            tx.send(Change {
+                kind,
+                namespace: meta.namespace.clone().unwrap_or_default(),
+                name: meta.name.clone().unwrap_or_default(),
+                meta,
+                at,
+            })
+            .is_ok()
+        },
+    )
 }
 
 impl Watches {
@@ -255,11 +235,7 @@ impl Watches {
         cluster: &Cluster,
         filter: &AppFilter,
         tx: mpsc::UnboundedSender<Change>,
-    ) -> (
-        Store<Application>,
-        JoinHandle<()>,
-        Arc<Mutex<Option<WatchError>>>,
-    ) {
+    ) -> (Store<Application>, JoinHandle<()>, LastError) {
         let last_error = Arc::new(Mutex::new(None));
         let cfg = match filter {
             AppFilter::Names(n) if n.len() == 1 => {
@@ -302,11 +278,7 @@ impl Watches {
     /// built-in kinds, and the add-on kinds in `served` (see [`Watches::optional_served`]).
     pub fn start_workloads(
         cluster: &Cluster,
-        applications: (
-            Store<Application>,
-            JoinHandle<()>,
-            Arc<Mutex<Option<WatchError>>>,
-        ),
+        applications: (Store<Application>, JoinHandle<()>, LastError),
         scope: Scope,
         served: &[Kind],
         tx: mpsc::UnboundedSender<Change>,
@@ -391,7 +363,7 @@ impl Watches {
             "the {} watch(es) did not list within {deadline:?}{}",
             missing.join(", "),
             self.last_error()
-                .map(|e| format!("; last error ({:?}): {}", e.kind, e.message))
+                .map(|e| format!("; last error ({}): {}", e.kind, e.message))
                 .unwrap_or_default()
         )
     }
