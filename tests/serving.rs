@@ -1832,3 +1832,20 @@ fn deadline_names_106054_only_without_a_progress_deadline(
         causes(&v)
     );
 }
+
+/// The lie window's "Argo CD says Synced/Healthy at the SHA" uses the decision's revision
+/// rule: a multi-source Application names its SHA in `revisions`, and another SHA is not it.
+#[test]
+fn argo_says_uses_the_decisions_revision_rule() {
+    use cnpe_lab::serving::decide::argo_says;
+    let mut app = application(&[]);
+    assert_eq!(argo_says(Some(&app), SHA), (true, true));
+    assert_eq!(argo_says(None, SHA), (false, false));
+    let sync = app.status.as_mut().unwrap().sync.as_mut().unwrap();
+    sync.revision = None;
+    sync.revisions = Some(vec!["0".repeat(40), SHA.into()]);
+    assert_eq!(argo_says(Some(&app), SHA), (true, true));
+    assert_eq!(argo_says(Some(&app), &"1".repeat(40)), (false, false));
+    app.status.as_mut().unwrap().health.as_mut().unwrap().status = Some("Degraded".into());
+    assert_eq!(argo_says(Some(&app), SHA), (true, false));
+}

@@ -248,6 +248,20 @@ fn revisions_text(one: Option<&str>, many: Option<&Vec<String>>) -> String {
     }
 }
 
+/// What Argo CD says of the Application at `sha`: (Synced at it, Healthy at it), with the same
+/// revision rule as the decision (`status.sync.revision`, or one of `revisions` for a
+/// multi-source Application). The lie window is made of these.
+pub fn argo_says(app: Option<&Application>, sha: &str) -> (bool, bool) {
+    let Some(st) = app.and_then(|a| a.status.as_ref()) else {
+        return (false, false);
+    };
+    let sync = st.sync.as_ref();
+    let at = sync.is_some_and(|s| contains_sha(s.revision.as_deref(), s.revisions.as_ref(), sha));
+    let synced = sync.and_then(|s| s.status.as_deref()) == Some("Synced");
+    let healthy = st.health.as_ref().and_then(|h| h.status.as_deref()) == Some("Healthy");
+    (at && synced, at && healthy)
+}
+
 /// Argo CD's side: revision, operation, sync, health, freshness, error conditions.
 fn argo(d: &mut Draft, request: &Request, app: &Application, subject: &str) {
     let sha = request.sha.as_str();

@@ -235,16 +235,6 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[i.min(sorted.len() - 1)]
 }
 
-fn argo_at_sha(app: Option<&Arc<Application>>, sha: &str) -> (bool, bool) {
-    let Some(st) = app.and_then(|a| a.status.as_ref()) else {
-        return (false, false);
-    };
-    let at = st.sync.as_ref().and_then(|s| s.revision.as_deref()) == Some(sha);
-    let synced = st.sync.as_ref().and_then(|s| s.status.as_deref()) == Some("Synced");
-    let healthy = st.health.as_ref().and_then(|h| h.status.as_deref()) == Some("Healthy");
-    (at && synced, at && healthy)
-}
-
 /// Runs the gate: `Ok` with every Application's verdict, or `Err` when it could not decide at
 /// all (an Application that does not exist, a SHA it cannot learn, an unusable cluster).
 pub async fn run(cluster: &Cluster, opts: &Options) -> Result<Outcome, GateError> {
@@ -667,7 +657,7 @@ fn decision(
 ) -> Verdict {
     let mut v = decide::decide(&p.request, objects, probes, now, &p.lie);
     let all_serving = !v.endpoints.is_empty() && v.endpoints.iter().all(|e| e.matched);
-    let (synced, healthy) = argo_at_sha(objects.application.as_ref(), &p.request.sha);
+    let (synced, healthy) = decide::argo_says(objects.application.as_deref(), &p.request.sha);
     p.lie.observe(now, synced, healthy, all_serving);
     v.lie_window = p.lie.clone();
     if once && v.decision == Decision::Pending {
