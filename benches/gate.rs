@@ -561,7 +561,7 @@ fn world() -> World {
         request: Request {
             namespace: "argocd".into(),
             name: "shop".into(),
-            sha: SHA.into(),
+            sha: cnpe_lab::sha::Sha::parse(SHA).unwrap(),
             expect: Expect::from_flags(None, Some("release {sha}"), None, &SHA[..12])
                 .expect("expectation"),
             path: "/".into(),

@@ -334,7 +334,7 @@ impl World {
         Request {
             namespace: "argocd".into(),
             name: "shop".into(),
-            sha: SHA.into(),
+            sha: cnpe_lab::sha::Sha::parse(SHA).unwrap(),
             expect: self.expect.clone(),
             path: "/".into(),
             started: t(0),

@@ -170,8 +170,8 @@ fn main() -> ExitCode {
         Err(e) => return usage(format!("{e:#}")),
     };
     if let Command::Wait { sha, .. } | Command::Render { sha, .. } = &cli.command {
-        if !sha::is_full_sha(sha) {
-            return usage(format!("{sha:?} is not a full 40-hex lowercase SHA"));
+        if let Err(e) = sha::Sha::parse(sha) {
+            return usage(e.to_string());
         }
     }
     if let Command::Gate(g) = &cli.command {
@@ -370,9 +370,7 @@ fn remove_dir(dir: &std::path::Path) -> Result<()> {
 /// Usage checks of `gate` that need no cluster (exit 2).
 fn gate_usage(g: &GateArgs) -> std::result::Result<(), String> {
     if let Some(s) = &g.sha {
-        if !sha::is_full_sha(s) {
-            return Err(format!("--sha {s:?} is not a full 40-hex lowercase SHA"));
-        }
+        sha::Sha::parse(s).map_err(|e| format!("--sha {e}"))?;
     }
     if let Some(sel) = &g.selector {
         if !sel.contains('=') || sel.starts_with('=') {
@@ -422,8 +420,12 @@ async fn gate(g: GateArgs, cfg: Config) -> Result<ExitCode> {
             Some(s) => AppFilter::Selector(s),
             None => AppFilter::Names(g.app),
         },
-        sha: match (g.sha, g.sha_from_target) {
-            (Some(s), _) => ShaSource::Given(s),
+        sha: match (g.sha.as_deref().map(sha::Sha::parse), g.sha_from_target) {
+            (Some(Ok(s)), _) => ShaSource::Given(s),
+            (Some(Err(e)), _) => {
+                eprintln!("cnpe-lab gate: --sha {e}");
+                return Ok(ExitCode::from(2));
+            }
             (None, true) => ShaSource::FromTarget,
             (None, false) => ShaSource::FromOperation,
         },

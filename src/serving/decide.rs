@@ -8,6 +8,7 @@ use crate::serving::verdict::{
     endpoint_address, shown_body, Condition, Decision, EndpointReport, LieWindow, Unmet, Verdict,
 };
 use crate::serving::workloads::{self, PodRevision, WorkloadCheck, WorkloadKind, WorkloadRef};
+use crate::sha::Sha;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use std::collections::BTreeMap;
@@ -19,7 +20,7 @@ use std::time::Duration;
 pub struct Request {
     pub namespace: String,
     pub name: String,
-    pub sha: String,
+    pub sha: Sha,
     pub expect: Expect,
     pub path: String,
     pub started: Timestamp,
@@ -265,7 +266,7 @@ pub fn argo_says(app: Option<&Application>, sha: &str) -> (bool, bool) {
 /// Argo CD's side: revision, operation, sync, health, freshness, error conditions.
 fn argo(d: &mut Draft, request: &Request, app: &Application, subject: &str) {
     let sha = request.sha.as_str();
-    let sha12: String = sha.chars().take(12).collect();
+    let sha12 = request.sha.short12();
     let status = app.status.clone().unwrap_or_default();
     let sync = status.sync.clone().unwrap_or_default();
     let at_sha = contains_sha(sync.revision.as_deref(), sync.revisions.as_ref(), sha);
@@ -306,7 +307,7 @@ fn argo(d: &mut Draft, request: &Request, app: &Application, subject: &str) {
     // finishedAt, Healthy a second later).
     let compared_after = sync_status == "Synced" && reconciled_after_finish(&status, op);
     let degraded_is_final = at_sha && finished_at_sha && fresh && compared_after;
-    health(d, &status, degraded_is_final, &sha12, subject);
+    health(d, &status, degraded_is_final, sha12, subject);
     for c in status.conditions.iter().flatten() {
         let t = c.type_.as_deref().unwrap_or("");
         if t.ends_with("Error") {
@@ -410,7 +411,7 @@ fn operation_revision(
     subject: &str,
 ) -> OperationAt {
     let sha = request.sha.as_str();
-    let sha12: String = sha.chars().take(12).collect();
+    let sha12 = request.sha.short12();
     let hook = request.in_operation;
     let result = op.sync_result.clone().unwrap_or_default();
     let result_has_sha = contains_sha(result.revision.as_deref(), result.revisions.as_ref(), sha);
@@ -498,7 +499,7 @@ fn operation_phase(
     at: &OperationAt,
     subject: &str,
 ) -> bool {
-    let sha12: String = request.sha.chars().take(12).collect();
+    let sha12 = request.sha.short12();
     let hook = request.in_operation;
     let phase = op.phase.as_deref().unwrap_or("");
     let message = op.message.as_deref().unwrap_or("");

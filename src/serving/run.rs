@@ -11,6 +11,7 @@ use crate::serving::model::{EndpointKey, Objects, Probes};
 use crate::serving::prober::{Probed, Prober, Via};
 use crate::serving::verdict::{Decision, LieWindow, Verdict};
 use crate::serving::watch::{AppFilter, Change, Kind, Scope, Stores, Watches};
+use crate::sha::Sha;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector::{ObjectRef, Store};
 use serde::Serialize;
@@ -23,7 +24,7 @@ use tokio::sync::mpsc;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ShaSource {
     /// `--sha`: the same for every Application.
-    Given(String),
+    Given(Sha),
     /// `--sha-from-target`: its `spec.source.targetRevision` (must be a full SHA).
     FromTarget,
     /// `--sha-from-operation`: the revision of its current sync operation (the PostSync hook).
@@ -114,12 +115,8 @@ struct Pending {
     last_unmet: Vec<String>,
 }
 
-fn is_full_sha(s: &str) -> bool {
-    crate::sha::is_full_sha(s)
-}
-
 /// The SHA the Application must be at.
-fn sha_of(app: &Application, source: &ShaSource) -> Result<String, String> {
+fn sha_of(app: &Application, source: &ShaSource) -> Result<Sha, String> {
     let name = app.metadata.name.as_deref().unwrap_or("?");
     match source {
         ShaSource::Given(s) => Ok(s.clone()),
@@ -130,13 +127,11 @@ fn sha_of(app: &Application, source: &ShaSource) -> Result<String, String> {
                 .target_revision
                 .as_deref()
                 .unwrap_or_default();
-            if is_full_sha(t) {
-                Ok(t.to_string())
-            } else {
-                Err(format!(
+            Sha::parse(t).map_err(|_| {
+                format!(
                     "Application {name}: --sha-from-target needs spec.source.targetRevision to be a full SHA, found {t:?}"
-                ))
-            }
+                )
+            })
         }
         ShaSource::FromOperation => {
             // The resolved revision (syncResult, set once the operation resolved it) first;
@@ -153,7 +148,7 @@ fn sha_of(app: &Application, source: &ShaSource) -> Result<String, String> {
                 .and_then(|o| o.sync_result.as_ref())
                 .and_then(|r| r.revision.clone())
                 .filter(|r| !r.is_empty());
-            let full = |r: &Option<String>| r.clone().filter(|r| is_full_sha(r));
+            let full = |r: &Option<String>| r.as_deref().and_then(|r| Sha::parse(r).ok());
             match (full(&synced), full(&asked)) {
                 (Some(s), Some(a)) if s != a => Err(format!(
                     "Application {name}: --sha-from-operation found two revisions in its current operation: syncResult.revision {s} and operation.sync.revision {a}"
@@ -817,10 +812,10 @@ mod tests {
     #[test]
     fn sha_from_operation() {
         let s = |r, a| sha_of(&app(r, a), &ShaSource::FromOperation);
-        assert_eq!(s(Some(SHA), Some(SHA)), Ok(SHA.to_string()));
-        assert_eq!(s(Some(SHA), Some("main")), Ok(SHA.to_string()));
-        assert_eq!(s(Some(SHA), None), Ok(SHA.to_string()));
-        assert_eq!(s(None, Some(SHA)), Ok(SHA.to_string()));
+        assert_eq!(s(Some(SHA), Some(SHA)), Ok(Sha::parse(SHA).unwrap()));
+        assert_eq!(s(Some(SHA), Some("main")), Ok(Sha::parse(SHA).unwrap()));
+        assert_eq!(s(Some(SHA), None), Ok(Sha::parse(SHA).unwrap()));
+        assert_eq!(s(None, Some(SHA)), Ok(Sha::parse(SHA).unwrap()));
         assert!(s(Some(SHA), Some(OLD))
             .unwrap_err()
             .contains("two revisions"));

@@ -197,7 +197,7 @@ impl LieWindow {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verdict {
     pub application: String,
-    pub sha: String,
+    pub sha: crate::sha::Sha,
     pub decision: Decision,
     pub decided_at: Timestamp,
     pub unmet: Vec<Unmet>,
@@ -227,7 +227,7 @@ impl Verdict {
             Decision::Pending => "PENDING",
             Decision::Rejected => "REJECTED",
         };
-        let sha: String = self.sha.chars().take(12).collect();
+        let sha = self.sha.short12();
         let _ = writeln!(out, "gate {} at {sha}: {decision}", self.application);
         if !self.unmet.is_empty() {
             out.push_str("unmet:\n");

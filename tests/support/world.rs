@@ -167,7 +167,7 @@ impl World {
         let request = Request {
             namespace: "argocd".into(),
             name: "shop".into(),
-            sha: SHA.into(),
+            sha: cnpe_lab::sha::Sha::parse(SHA).unwrap(),
             expect: Expect::from_flags(Some(BODY), None, None, SHA).unwrap(),
             path: "/".into(),
             started: t(0),
