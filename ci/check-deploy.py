@@ -22,10 +22,13 @@ _spec.loader.exec_module(_manifests)
 ERRORS, check, load_all, dig = _manifests.ERRORS, _manifests.check, _manifests.load_all, _manifests.dig
 
 READ = {"get", "list", "watch"}
-# What src/serving/watch.rs watches: (apiGroup, resource) per namespace role.
-APP_RULES = {("apps", r) for r in ("deployments", "replicasets", "statefulsets", "daemonsets")} | {
+# What src/serving/watch.rs watches (Kind::ALL): (apiGroup, resource) per namespace role, one
+# literal pair each, so tests/deploy_rbac.rs can check this list against Kind::ALL.
+APP_RULES = {
+    ("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets"), ("apps", "daemonsets"),
     ("", "pods"), ("", "services"), ("discovery.k8s.io", "endpointslices"), ("argoproj.io", "rollouts"),
-    ("networking.k8s.io", "ingresses"), ("gateway.networking.k8s.io", "httproutes")}
+    ("networking.k8s.io", "ingresses"), ("gateway.networking.k8s.io", "httproutes"),
+}
 ARGOCD_RULES = {("argoproj.io", "applications")}
 FORBIDDEN = {"secrets", "pods/proxy", "services/proxy", "nodes/proxy", "pods/exec", "pods/attach",
              "pods/portforward", "serviceaccounts/token", "*"}

@@ -86,3 +86,60 @@ fn every_kind_maps_back_from_its_group_and_kind() {
         assert_eq!(k.api().0, g);
     }
 }
+
+/// The literal (apiGroup, resource) pairs of `NAME = { ... }` in ci/check-deploy.py.
+fn python_rules(name: &str) -> BTreeSet<Grant> {
+    let text = std::fs::read_to_string(root().join("ci/check-deploy.py")).unwrap();
+    let open = format!("{name} = {{");
+    let start = text
+        .find(&open)
+        .unwrap_or_else(|| panic!("{open} in ci/check-deploy.py"))
+        + open.len();
+    let end = start + text[start..].find('}').expect("the set closes");
+    let body = &text[start..end];
+    let pairs: BTreeSet<Grant> = body
+        .split(')')
+        .filter_map(|t| {
+            let t = t.trim_start_matches([',', ' ', '\n']).strip_prefix('(')?;
+            let (g, r) = t.split_once(',')?;
+            let unquote = |s: &str| s.trim().trim_matches('"').to_string();
+            Some((unquote(g), unquote(r)))
+        })
+        .collect();
+    assert!(
+        !pairs.is_empty(),
+        "{name} in ci/check-deploy.py lists no pair"
+    );
+    pairs
+}
+
+/// ci/check-deploy.py checks the rendered RBAC against its own list: that list is Kind::ALL.
+#[test]
+fn the_deploy_checker_lists_what_the_gate_watches() {
+    assert_eq!(python_rules("APP_RULES"), watched(false));
+    assert_eq!(python_rules("ARGOCD_RULES"), watched(true));
+}
+
+/// The README's stream count ("9 streams") is the number of kinds always watched.
+#[test]
+fn the_readme_counts_the_streams_the_gate_opens() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let always = Kind::ALL.into_iter().filter(|k| !k.optional()).count();
+    let said: Vec<&str> = readme
+        .split(" streams")
+        .zip(readme.split(" streams").skip(1))
+        .filter_map(|(before, _)| before.rsplit([' ', '\n']).next())
+        .filter(|n| n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty())
+        .collect();
+    assert!(
+        !said.is_empty(),
+        "README.md no longer says how many streams the gate opens"
+    );
+    for n in said {
+        assert_eq!(
+            n,
+            always.to_string(),
+            "README.md says {n} streams; Kind::ALL always watches {always}"
+        );
+    }
+}
