@@ -569,6 +569,7 @@ fn world() -> World {
             deadline: t(300),
             max_answer_age: Duration::from_secs(10),
             in_operation: false,
+            via_route: false,
         },
         objects,
         probes,

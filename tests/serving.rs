@@ -341,6 +341,7 @@ impl World {
             deadline: t(300),
             max_answer_age: Duration::from_secs(10),
             in_operation: self.in_operation,
+            via_route: false,
         }
     }
 

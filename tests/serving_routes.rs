@@ -300,3 +300,111 @@ fn a_rejected_route_reads_as_a_route_section() {
     s.set_prepend_module_to_snapshot(false);
     s.bind(|| insta::assert_snapshot!("serving_route_weighted_verdict_text", text));
 }
+
+// ---- --via-route: what a client of the ingress controller gets
+
+/// `bodies` as one round of answers through the controller for every request the routes imply.
+fn through_the_controller(w: &mut World, bodies: &[&str]) {
+    let requests = decide::client_requests_of(&w.request(), &w.objects());
+    let round: Vec<_> = bodies.iter().map(|b| answer(b)).collect();
+    w.route_answers = Some(requests.into_iter().map(|r| (r, round.clone())).collect());
+}
+
+/// Every object check passes (the route sends clients to web) and every endpoint serves the
+/// release; through the controller, clients get the release too: approved.
+#[rstest]
+#[case::ingress(INGRESS)]
+#[case::http_route(HTTP_ROUTE)]
+fn via_route_approves_what_clients_get_through_the_controller(#[case] route: (&str, &str, &str)) {
+    let mut w = routed(route);
+    match route.1 {
+        "Ingress" => w.ingresses.push(ingress("web", "web")),
+        _ => w.http_routes.push(http_route("web", &[("web", None)])),
+    }
+    through_the_controller(&mut w, &[BODY]);
+    let v = w.decide();
+    assert_eq!(v.decision, Decision::Approved, "{}", text(&v));
+}
+
+/// Trap the object checks cannot see: the route and every endpoint are right, but the
+/// controller answers one client in seven with the old page (a stale configuration, another
+/// route with the same host winning).
+#[test]
+fn via_route_names_a_client_who_gets_the_old_page() {
+    let mut w = routed(HTTP_ROUTE);
+    w.http_routes
+        .push(http_route("web", &[("web", Some(50)), ("web", Some(50))]));
+    let mut bodies = vec![BODY; 6];
+    bodies.push(OLD_BODY);
+    through_the_controller(&mut w, &bodies);
+    let v = w.decide();
+    assert_eq!(v.decision, Decision::Pending, "{}", text(&v));
+    assert_eq!(
+        unmet_of(&v, Condition::RouteAnswers),
+        vec!["HTTPRoute shop/web at shop.example/: 1 of 7 answers were not the release; the first: HTTP 200 \"shop r1\"".to_string()]
+    );
+    assert!(
+        v.likely_causes
+            .iter()
+            .any(|c| c.contains("a client of HTTPRoute shop/web")),
+        "{:?}",
+        v.likely_causes
+    );
+}
+
+/// Not asked yet, or only answers from before the gate started: never approved.
+#[rstest]
+#[case::not_asked(None, "not asked through the ingress controller yet")]
+#[case::before_the_gate(Some(-5), "only an answer from before the gate started")]
+fn via_route_needs_fresh_answers(#[case] at: Option<i64>, #[case] found: &str) {
+    let mut w = routed(INGRESS);
+    w.ingresses.push(ingress("web", "web"));
+    through_the_controller(&mut w, &[BODY]);
+    match at {
+        None => w.route_answers = Some(Default::default()),
+        Some(secs) => {
+            for round in w.route_answers.as_mut().unwrap().values_mut() {
+                round[0].at = t(secs);
+            }
+        }
+    }
+    let v = w.decide();
+    assert_eq!(v.decision, Decision::Pending, "{}", text(&v));
+    let got = unmet_of(&v, Condition::RouteAnswers);
+    assert!(got.len() == 1 && got[0].contains(found), "{got:?}");
+}
+
+/// --via-route on an Application without a route: nothing to send through the controller,
+/// so it never approves (the flag asks a question the gate cannot answer).
+#[test]
+fn via_route_without_a_route_fails_closed() {
+    let mut w = promoted(canary());
+    w.route_answers = Some(Default::default());
+    let v = w.decide();
+    assert_eq!(v.decision, Decision::Pending, "{}", text(&v));
+    assert_eq!(conditions(&v), vec![Condition::RouteAnswers]);
+}
+
+/// The requests follow the route: each host and path once, tries from the weights, and the
+/// gate's --path where a prefix covers it.
+#[test]
+fn client_requests_follow_the_routes_hosts_paths_and_weights() {
+    let mut w = routed(HTTP_ROUTE);
+    w.http_routes.push(http_route(
+        "web",
+        &[("web", Some(90)), ("canary", Some(10))],
+    ));
+    let r = decide::client_requests_of(&w.request(), &w.objects());
+    assert_eq!(r.len(), 1);
+    assert_eq!(
+        (r[0].host.as_deref(), r[0].path.as_str(), r[0].tries),
+        (Some("shop.example"), "/", 44)
+    );
+    let mut w = routed(INGRESS);
+    w.ingresses.push(ingress("web", "web"));
+    let r = decide::client_requests_of(&w.request(), &w.objects());
+    assert_eq!(
+        (r[0].host.as_deref(), r[0].tries),
+        (Some("shop.example"), 1)
+    );
+}

@@ -983,6 +983,95 @@ async fn controller_answers(client: &kube::Client, body: &str, what: &str) -> Re
     }
 }
 
+/// The ingress controller's address for `--via-route`, where it runs on this host (the
+/// hermetic cluster's Traefik); `None` where it runs in the cluster (Service
+/// cnpe-ingress/traefik), which only the API server's proxy reaches from here.
+async fn host_controller(client: &kube::Client) -> Result<Option<String>, String> {
+    use k8s_openapi::api::core::v1::Service;
+    let services: Api<Service> = Api::namespaced(client.clone(), release::INGRESS_NAMESPACE);
+    let in_cluster = services
+        .get_opt("traefik")
+        .await
+        .map_err(|e| {
+            format!(
+                "reading Service {}/traefik: {e}",
+                release::INGRESS_NAMESPACE
+            )
+        })?
+        .is_some();
+    let port = std::env::var("CNPE_TRAEFIK_PORT").unwrap_or_else(|_| "18080".into());
+    Ok((!in_cluster).then(|| format!("http://127.0.0.1:{port}")))
+}
+
+/// `--via-route URL --once` in the trap state: ours, asking as a client of the controller
+/// does, rejects naming route_answers (what clients get is not the release).
+async fn via_route_rejects(
+    f: &Fixture,
+    url: &str,
+    sha: &str,
+    body: &str,
+) -> Result<String, String> {
+    let app = f.web.cfg.application.clone();
+    let args = [
+        "--app",
+        &app,
+        "--sha",
+        sha,
+        "--expect-body",
+        body,
+        "--via-route",
+        url,
+        "--once",
+    ];
+    let run = gate(&args, STATE_DEADLINE).await;
+    let named = run
+        .unmet()
+        .into_iter()
+        .find(|u| u.starts_with("route_answers: "));
+    match (run.code, named) {
+        (Some(1), Some(u)) => Ok(format!(
+            "; with --via-route {url} --once ours rejected in {:.1}s: {u}",
+            run.seconds
+        )),
+        (code, _) => Err(format!(
+            "--via-route --once in the trap state: want a rejection naming route_answers, got exit {code:?}: {} {}",
+            run.unmet().join(" | "),
+            run.stderr.trim()
+        )),
+    }
+}
+
+/// Once the route sends its clients to web, ours with `--via-route` approves.
+async fn via_route_approves(
+    f: &Fixture,
+    url: &str,
+    sha: &str,
+    body: &str,
+) -> Result<String, String> {
+    let app = f.web.cfg.application.clone();
+    let args = [
+        "--app",
+        &app,
+        "--sha",
+        sha,
+        "--expect-body",
+        body,
+        "--via-route",
+        url,
+    ];
+    let run = gate(&args, STATE_DEADLINE).await;
+    if run.code == Some(0) {
+        Ok(format!("; with --via-route in {:.1}s", run.seconds))
+    } else {
+        Err(format!(
+            "--via-route after the fix: not approved (exit {:?}): {} {}",
+            run.code,
+            run.unmet().join(" | "),
+            run.stderr.trim()
+        ))
+    }
+}
+
 /// Traps 7 and 8: the release is rolled out, Argo CD says Synced + Healthy, `rollout status`
 /// and a GET through the Service `web` see the new page, and every client arriving through the
 /// ingress controller gets the old one: the route sends them to `legacy`, a Deployment and
@@ -1037,6 +1126,11 @@ async fn trap_route(f: &mut Fixture, trap: RouteTrap) -> Result<String, String> 
             .peers(&f.web, &["deploy/web"], "web", &sha, &body, since)
             .await;
         let line = f.judge(trap.name(), TENANT, &sha, state, peers, &ours, trap.reasons(), &[])?;
+        let controller = host_controller(&f.web.cluster.client()).await?;
+        let via = match &controller {
+            Some(url) => via_route_rejects(f, url, &sha, &body).await?,
+            None => String::new(),
+        };
         let mut fixed = web_release(n, false);
         fixed.extra = vec![trap.route(&f.web.cfg, "web")];
         let good = f.web.commit(&fixed, "Gate trap: the route sends its clients to web")?;
@@ -1044,9 +1138,13 @@ async fn trap_route(f: &mut Fixture, trap: RouteTrap) -> Result<String, String> 
         f.web.argo_at(&good, &["Healthy"]).await?;
         controller_answers(&f.web.cluster.client(), &body, "the fixed route").await?;
         let ok = f.web.approved(&good, &body).await?;
+        let via_ok = match &controller {
+            Some(url) => via_route_approves(f, url, &good, &body).await?,
+            None => String::new(),
+        };
         f.web_good = (good, body.clone());
         Ok::<String, String>(format!(
-            "{line}; route to web, the controller answers {body:?}, ours approved in {:.1}s",
+            "{line}{via}; route to web, the controller answers {body:?}, ours approved in {:.1}s{via_ok}",
             ok.seconds
         ))
     }

@@ -78,7 +78,7 @@ enum Command {
     /// fresh, every workload runs only the new revision and every ready or serving endpoint
     /// answers 2xx with the expected content. Exit 0 approved, 1 rejected, 2 usage errors, an
     /// unusable kubeconfig or an Application that does not exist.
-    Gate(GateArgs),
+    Gate(Box<GateArgs>),
     /// Delete the lab's Application, AppProject, namespace, evidence, working copy and bare repo.
     Reset {
         /// Required: this deletes the lab's records and Git history.
@@ -144,6 +144,11 @@ struct GateArgs {
     /// proxy, or auto (direct with an in-cluster configuration, else the pod proxy).
     #[arg(long, value_enum, default_value = "auto")]
     probe: ProbeArg,
+    /// Also send every route's requests through the ingress controller at URL, as a client
+    /// does (the route's host as the Host header, its path), enough times per round to reach
+    /// every weighted backend; each answer must be the release (condition route_answers).
+    #[arg(long, value_name = "URL")]
+    via_route: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -288,7 +293,7 @@ async fn run(command: Command, cfg: Config, lock: Option<LabLock>) -> Result<Exi
                 ExitCode::from(1)
             })
         }
-        Command::Gate(g) => gate(g, cfg).await,
+        Command::Gate(g) => gate(*g, cfg).await,
         Command::Reset { yes } => reset(cfg, yes).await,
     }
 }
@@ -367,6 +372,17 @@ fn remove_dir(dir: &std::path::Path) -> Result<()> {
     }
 }
 
+/// `--via-route`: an http(s) URL of the ingress controller (the URL type parses it).
+fn via_route_url(u: &str) -> std::result::Result<reqwest::Url, String> {
+    let url = reqwest::Url::parse(u).map_err(|e| format!("--via-route {u:?}: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err(format!(
+            "--via-route {u:?}: give the ingress controller's http(s) address, e.g. http://127.0.0.1:18080"
+        ));
+    }
+    Ok(url)
+}
+
 /// Usage checks of `gate` that need no cluster (exit 2).
 fn gate_usage(g: &GateArgs) -> std::result::Result<(), String> {
     if let Some(s) = &g.sha {
@@ -385,6 +401,9 @@ fn gate_usage(g: &GateArgs) -> std::result::Result<(), String> {
     }
     if !g.path.starts_with('/') {
         return Err(format!("--path {:?} must start with /", g.path));
+    }
+    if let Some(u) = &g.via_route {
+        via_route_url(u)?;
     }
     if let Some(f) = &g.json {
         if f.exists() {
@@ -444,6 +463,12 @@ async fn gate(g: GateArgs, cfg: Config) -> Result<ExitCode> {
         },
         in_hook: g.in_hook,
         progress: true,
+        via_route: g
+            .via_route
+            .as_deref()
+            .map(via_route_url)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!(e))?,
     };
     let outcome = match run::run(&cluster, &opts).await {
         Ok(o) => o,

@@ -7,6 +7,7 @@ use crate::serving::routes::{self, RouteKind, RouteRef, RouteReport};
 use crate::serving::verdict::{
     endpoint_address, shown_body, Condition, Decision, EndpointReport, LieWindow, Unmet, Verdict,
 };
+use crate::serving::via_route::{self, ClientRequest, RouteAnswers};
 use crate::serving::workloads::{self, PodRevision, WorkloadCheck, WorkloadKind, WorkloadRef};
 use crate::sha::Sha;
 use k8s_openapi::api::core::v1::Pod;
@@ -36,6 +37,10 @@ pub struct Request {
     /// hook never approves another revision than its operation's. Without it a `Running`
     /// operation is pending, as a gate outside the operation must wait for it to end.
     pub in_operation: bool,
+    /// `--via-route`: every route's requests through the ingress controller must answer the
+    /// release too ([`crate::serving::via_route`]); an Application without a route then
+    /// never approves (nothing to send through the controller).
+    pub via_route: bool,
 }
 
 /// The label an EndpointSlice names its Service with.
@@ -681,7 +686,8 @@ fn fresh(
 }
 
 /// Why an answer does not count, and the likely cause; `None` when it counts.
-fn judge(
+/// One answer judged: `None` when it passes, else what was found and the likely cause.
+pub(crate) fn judge(
     request: &Request,
     now: Timestamp,
     answer: Option<&ProbeAnswer>,
@@ -767,6 +773,19 @@ pub fn decide(
     now: Timestamp,
     lie: &LieWindow,
 ) -> Verdict {
+    decide_with_routes(request, objects, probes, &RouteAnswers::new(), now, lie)
+}
+
+/// [`decide`] with the answers through the ingress controller (`--via-route`): each
+/// request of [`client_requests_of`] must be answered with the release.
+pub fn decide_with_routes(
+    request: &Request,
+    objects: &Objects,
+    probes: &Probes,
+    route_answers: &RouteAnswers,
+    now: Timestamp,
+    lie: &LieWindow,
+) -> Verdict {
     let application = format!("{}/{}", request.namespace, request.name);
     let subject = format!("Application {application}");
     let mut d = Draft::default();
@@ -795,6 +814,9 @@ pub fn decide(
             let eps = endpoints(objects);
             at_least_one_endpoint(&mut d, &services, &eps, &subject);
             route_reports = route_checks(&mut d, app, objects, &services);
+            if request.via_route {
+                through_the_controller(&mut d, request, objects, route_answers, now, &subject);
+            }
             let wl: Vec<WorkloadRef> = checks.iter().map(|c| c.workload.clone()).collect();
             for ep in &eps {
                 reports.push(endpoint(
@@ -893,6 +915,45 @@ fn at_least_one_endpoint(
             format!("no pod behind Service {} is ready: failing readiness, or a selector that matches no pod", names.join(", ")),
         );
     }
+}
+
+/// The requests a client sends through the ingress controller to the Application's routes.
+pub fn client_requests_of(request: &Request, objects: &Objects) -> Vec<ClientRequest> {
+    let Some(app) = objects.application.as_deref() else {
+        return Vec::new();
+    };
+    routes_of(app)
+        .iter()
+        .flat_map(|r| via_route::client_requests(r, objects, &request.path))
+        .collect()
+}
+
+/// `--via-route`: what clients of the ingress controller get must be the release too.
+fn through_the_controller(
+    d: &mut Draft,
+    request: &Request,
+    objects: &Objects,
+    route_answers: &RouteAnswers,
+    now: Timestamp,
+    subject: &str,
+) {
+    let wanted = client_requests_of(request, objects);
+    if wanted.is_empty() {
+        d.unmet(
+            Condition::RouteAnswers,
+            subject,
+            "an Ingress or HTTPRoute of the Application with a host or path to request (--via-route)".into(),
+            "the Application lists no route the gate can send a request through".into(),
+        );
+        d.cause(
+            Condition::RouteAnswers,
+            "--via-route asks what clients of the ingress controller get, but the Application has no Ingress or HTTPRoute (or none in the watch yet): drop --via-route, or add the route".into(),
+        );
+        return;
+    }
+    let (unmet, causes) = via_route::check_answers(request, &wanted, route_answers, now);
+    d.unmet.extend(unmet);
+    d.causes.extend(causes);
 }
 
 /// Each Ingress and HTTPRoute of the Application checked against its Services.

@@ -9,7 +9,9 @@ use crate::serving::expect::Expect;
 use crate::serving::index::{AppKey, FleetIndex};
 use crate::serving::model::{EndpointKey, Objects, Probes};
 use crate::serving::prober::{Probed, Prober, Via};
+use crate::serving::route_prober::{RouteProber, RouteRound};
 use crate::serving::verdict::{Decision, LieWindow, Verdict};
+use crate::serving::via_route::{ClientRequest, RouteAnswers};
 use crate::serving::watch::{AppFilter, Change, Kind, Scope, Stores, Watches};
 use crate::sha::Sha;
 use k8s_openapi::jiff::Timestamp;
@@ -59,6 +61,9 @@ pub struct Options {
     pub in_hook: bool,
     /// Print a line on stderr whenever an Application's unmet conditions change.
     pub progress: bool,
+    /// `--via-route URL`: the ingress controller's address as clients reach it; every route's
+    /// requests go through it too (see [`crate::serving::via_route`]).
+    pub via_route: Option<reqwest::Url>,
 }
 
 /// Why the gate could not decide at all (exit 2): never a rejection of a release.
@@ -83,6 +88,8 @@ pub struct RunStats {
     /// API requests other than probes (lists, watches, GETs).
     pub api_requests: u64,
     pub probes: u64,
+    /// Requests sent through the ingress controller (`--via-route`).
+    pub route_requests: u64,
     pub watch_events: u64,
     pub evaluations: u64,
     /// From the watch event or probe answer that led to a decision to the decision (ms).
@@ -112,6 +119,8 @@ struct Pending {
     /// Namespaces of its managed resources (for selecting objects and routing events).
     namespaces: BTreeSet<String>,
     endpoints: Vec<EndpointKey>,
+    /// Its requests through the ingress controller (`--via-route`).
+    requests: Vec<ClientRequest>,
     last_unmet: Vec<String>,
 }
 
@@ -261,11 +270,24 @@ pub async fn run(cluster: &Cluster, opts: &Options) -> Result<Outcome, GateError
         opts.probe_concurrency,
         ptx,
     );
+    let (rtx, mut rounds) = mpsc::unbounded_channel::<RouteRound>();
+    let route_prober = match &opts.via_route {
+        Some(base) => Some(RouteProber::new(
+            http_client()?,
+            base.clone(),
+            opts.probe_interval,
+            rtx,
+        )),
+        None => None,
+    };
     let mut gate = GateLoop::new(opts, &watches.stores, pending, prober, &chosen, deadline);
+    gate.route_prober = route_prober;
     if opts.once {
         gate.probe_every_endpoint_once(&mut answers).await;
+        gate.ask_every_route_once(&mut rounds).await;
     }
-    gate.decide_until_done(&mut changes, &mut answers).await;
+    gate.decide_until_done(&mut changes, &mut answers, &mut rounds)
+        .await;
     Ok(gate.outcome(cluster, &scope, watches.kinds.len(), started))
 }
 
@@ -348,6 +370,7 @@ fn pending_for(
             deadline,
             max_answer_age: opts.probe_interval * 3,
             in_operation: opts.in_hook || opts.sha == ShaSource::FromOperation,
+            via_route: opts.via_route.is_some(),
         };
         pending.insert(
             name,
@@ -359,6 +382,7 @@ fn pending_for(
                 dirty_since: Some(Instant::now()),
                 namespaces: namespaces_of(app),
                 endpoints: Vec::new(),
+                requests: Vec::new(),
                 last_unmet: Vec::new(),
             },
         );
@@ -403,6 +427,11 @@ struct GateLoop<'a> {
     /// Routes a watch event to the Applications it can affect: no per-event scan of the fleet.
     index: FleetIndex,
     decided: BTreeSet<AppKey>,
+    /// `--via-route`: requests through the ingress controller, their newest answers, and the
+    /// Applications behind each.
+    route_prober: Option<RouteProber>,
+    route_answers: RouteAnswers,
+    by_request: HashMap<ClientRequest, BTreeSet<String>>,
     /// The probe schedule changes only when the endpoints wanted change or time passes.
     reschedule: bool,
     next_probe: Option<Instant>,
@@ -445,6 +474,9 @@ impl<'a> GateLoop<'a> {
             probes: Probes::new(),
             prober,
             by_endpoint: HashMap::new(),
+            route_prober: None,
+            route_answers: RouteAnswers::new(),
+            by_request: HashMap::new(),
             index,
             reschedule: true,
             next_probe: None,
@@ -476,10 +508,37 @@ impl<'a> GateLoop<'a> {
         }
     }
 
+    /// `--once --via-route`: one round of every route's requests through the controller.
+    async fn ask_every_route_once(&mut self, rounds: &mut mpsc::UnboundedReceiver<RouteRound>) {
+        let Some(rp) = &mut self.route_prober else {
+            return;
+        };
+        let mut all: HashSet<ClientRequest> = HashSet::new();
+        for p in self.pending.values_mut() {
+            let objects = objects_for(self.stores, &p.request.name, &p.namespaces);
+            p.requests = decide::client_requests_of(&p.request, &objects);
+            all.extend(p.requests.iter().cloned());
+        }
+        let requests: Vec<ClientRequest> = all.into_iter().collect();
+        rp.round_due(&requests);
+        // A round is `tries` requests one after the other, each bounded by PROBE_TIMEOUT.
+        let most = requests.iter().map(|r| r.tries).max().unwrap_or(0);
+        let until = Instant::now() + crate::serving::prober::PROBE_TIMEOUT * (most + 1);
+        for _ in 0..requests.len() {
+            match tokio::time::timeout_at(until.into(), rounds.recv()).await {
+                Ok(Some(r)) => {
+                    self.route_answers.insert(r.request, r.answers);
+                }
+                _ => break,
+            }
+        }
+    }
+
     async fn decide_until_done(
         &mut self,
         changes: &mut mpsc::UnboundedReceiver<Change>,
         answers: &mut mpsc::UnboundedReceiver<Probed>,
+        rounds: &mut mpsc::UnboundedReceiver<RouteRound>,
     ) {
         loop {
             self.decide_dirty();
@@ -504,6 +563,7 @@ impl<'a> GateLoop<'a> {
                         next = answers.try_recv().ok();
                     }
                 }
+                Some(r) = rounds.recv() => self.on_round(r),
                 _ = tokio::time::sleep_until(wake.into()) => self.on_wake(),
             }
         }
@@ -532,6 +592,13 @@ impl<'a> GateLoop<'a> {
         self.probes.insert(a.key, a.answer);
     }
 
+    fn on_round(&mut self, r: RouteRound) {
+        for name in self.by_request.get(&r.request).into_iter().flatten() {
+            mark(&mut self.pending, &mut self.dirty, name, r.arrived);
+        }
+        self.route_answers.insert(r.request, r.answers);
+    }
+
     /// A probe fell due (its answer will mark the Applications behind it), or the deadline
     /// passed: then every undecided Application is decided once more.
     fn on_wake(&mut self) {
@@ -554,6 +621,16 @@ impl<'a> GateLoop<'a> {
         self.prober.retain(&wanted);
         self.prober.probe_due(&keys);
         self.next_probe = self.prober.next_due(&keys);
+        if let Some(rp) = &mut self.route_prober {
+            let wanted: HashSet<ClientRequest> = self.by_request.keys().cloned().collect();
+            let requests: Vec<ClientRequest> = wanted.iter().cloned().collect();
+            rp.retain(&wanted);
+            rp.round_due(&requests);
+            self.next_probe = match (self.next_probe, rp.next_due(&requests)) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
         self.reschedule = false;
     }
 
@@ -579,8 +656,17 @@ impl<'a> GateLoop<'a> {
                 p.endpoints = endpoints;
                 self.reschedule = true;
             }
+            if self.route_prober.is_some() {
+                let requests = decide::client_requests_of(&p.request, &objects);
+                if requests != p.requests {
+                    rewire(&mut self.by_request, &name, &p.requests, &requests);
+                    p.requests = requests;
+                    self.reschedule = true;
+                }
+            }
             self.evaluations += 1;
-            let v = decision(p, &objects, &self.probes, now, self.opts.once);
+            let inputs = (&self.probes, &self.route_answers);
+            let v = decision(p, &objects, inputs, now, self.opts.once);
             let ms = now_i.saturating_duration_since(since).as_secs_f64() * 1000.0;
             self.latencies.push(ms);
             report_progress(self.opts, p, &v);
@@ -588,6 +674,7 @@ impl<'a> GateLoop<'a> {
                 p.done = true;
                 self.undecided -= 1;
                 rewire(&mut self.by_endpoint, &name, &p.endpoints, &[]);
+                rewire(&mut self.by_request, &name, &p.requests, &[]);
                 self.reschedule = true;
                 self.finals.push(ms);
             }
@@ -622,6 +709,7 @@ impl<'a> GateLoop<'a> {
                 watch_requests: cluster.watch_count(),
                 api_requests: cluster.request_count(),
                 probes: self.prober.sent(),
+                route_requests: self.route_prober.as_ref().map_or(0, RouteProber::sent),
                 watch_events: self.events,
                 evaluations: self.evaluations,
                 decision_latency_ms_p50: percentile(&self.latencies, 0.5),
@@ -646,11 +734,11 @@ fn endpoint_keys(objects: &Objects) -> Vec<EndpointKey> {
 fn decision(
     p: &mut Pending,
     objects: &Objects,
-    probes: &Probes,
+    (probes, route_answers): (&Probes, &RouteAnswers),
     now: Timestamp,
     once: bool,
 ) -> Verdict {
-    let mut v = decide::decide(&p.request, objects, probes, now, &p.lie);
+    let mut v = decide::decide_with_routes(&p.request, objects, probes, route_answers, now, &p.lie);
     let all_serving = !v.endpoints.is_empty() && v.endpoints.iter().all(|e| e.matched);
     let (synced, healthy) = decide::argo_says(objects.application.as_deref(), &p.request.sha);
     p.lie.observe(now, synced, healthy, all_serving);
@@ -687,11 +775,15 @@ fn report_progress(opts: &Options, p: &mut Pending, v: &Verdict) {
 }
 
 fn direct() -> Result<Via, GateError> {
+    http_client().map(Via::Direct)
+}
+
+/// The HTTP client of direct probes and of requests through the ingress controller.
+fn http_client() -> Result<reqwest::Client, GateError> {
     crate::cluster::probe::http_client_builder()
         .timeout(crate::serving::prober::PROBE_TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .map(Via::Direct)
         .map_err(|e| {
             // reqwest's "builder error" alone hides the cause (e.g. no CA certificates to load).
             let mut why = e.to_string();
@@ -749,12 +841,13 @@ fn mark(
     }
 }
 
-/// Moves `name` from the Applications behind its old endpoints to those behind its new ones.
-fn rewire(
-    by_endpoint: &mut HashMap<EndpointKey, BTreeSet<String>>,
+/// Moves `name` from the Applications behind its old endpoints (or requests) to those behind
+/// its new ones.
+fn rewire<K: std::hash::Hash + Eq + Clone>(
+    by_endpoint: &mut HashMap<K, BTreeSet<String>>,
     name: &str,
-    old: &[EndpointKey],
-    new: &[EndpointKey],
+    old: &[K],
+    new: &[K],
 ) {
     for k in old {
         if let Some(names) = by_endpoint.get_mut(k) {

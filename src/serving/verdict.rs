@@ -60,12 +60,15 @@ pub enum Condition {
     RouteWeight,
     /// An HTTPRoute not Accepted (or with unresolved references) by a Gateway it names.
     RouteAccepted,
+    /// `--via-route`: a request through the ingress controller, as a client sends it (Host,
+    /// path), answered with something other than the release.
+    RouteAnswers,
     Deadline,
 }
 
 impl Condition {
     /// Every condition, in the order they are checked.
-    pub const ALL: [Condition; 23] = [
+    pub const ALL: [Condition; 24] = [
         Condition::ApplicationExists,
         Condition::SyncRevision,
         Condition::OperationRevision,
@@ -88,6 +91,7 @@ impl Condition {
         Condition::RouteBackend,
         Condition::RouteWeight,
         Condition::RouteAccepted,
+        Condition::RouteAnswers,
         Condition::Deadline,
     ];
 
@@ -116,6 +120,7 @@ impl Condition {
             Condition::RouteBackend => "route_backend",
             Condition::RouteWeight => "route_weight",
             Condition::RouteAccepted => "route_accepted",
+            Condition::RouteAnswers => "route_answers",
             Condition::Deadline => "deadline",
         }
     }

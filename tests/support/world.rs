@@ -11,6 +11,7 @@ use cnpe_lab::serving::decide::{self, Request};
 use cnpe_lab::serving::expect::Expect;
 use cnpe_lab::serving::model::{EndpointKey, Objects, ProbeAnswer, Probes};
 use cnpe_lab::serving::verdict::{Condition, LieWindow, Verdict};
+use cnpe_lab::serving::via_route::RouteAnswers;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -146,14 +147,16 @@ pub struct World {
     pub services: Vec<Service>,
     pub ingresses: Vec<Ingress>,
     pub http_routes: Vec<HttpRoute>,
+    /// `Some`: the gate runs with `--via-route`, with these answers through the controller.
+    pub route_answers: Option<RouteAnswers>,
 }
 
 impl World {
-    pub fn decide(&self) -> Verdict {
+    pub fn objects(&self) -> Objects {
         fn arcs<T: Clone>(v: &[T]) -> Vec<Arc<T>> {
             v.iter().cloned().map(Arc::new).collect()
         }
-        let objects = Objects {
+        Objects {
             application: Some(Arc::new(self.app.clone())),
             rollouts: arcs(&self.rollouts),
             replica_sets: arcs(&self.replica_sets),
@@ -163,8 +166,11 @@ impl World {
             ingresses: arcs(&self.ingresses),
             http_routes: arcs(&self.http_routes),
             ..Default::default()
-        };
-        let request = Request {
+        }
+    }
+
+    pub fn request(&self) -> Request {
+        Request {
             namespace: "argocd".into(),
             name: "shop".into(),
             sha: cnpe_lab::sha::Sha::parse(SHA).unwrap(),
@@ -174,11 +180,16 @@ impl World {
             deadline: t(300),
             max_answer_age: Duration::from_secs(10),
             in_operation: false,
-        };
-        decide::decide(
-            &request,
-            &objects,
+            via_route: self.route_answers.is_some(),
+        }
+    }
+
+    pub fn decide(&self) -> Verdict {
+        decide::decide_with_routes(
+            &self.request(),
+            &self.objects(),
             &self.probes,
+            self.route_answers.as_ref().unwrap_or(&RouteAnswers::new()),
             t(25),
             &LieWindow::default(),
         )
@@ -212,6 +223,7 @@ pub fn promoted(strategy: Value) -> World {
         services: vec![service("web")],
         ingresses: Vec::new(),
         http_routes: Vec::new(),
+        route_answers: None,
     };
     w.serve("web", "web-new-a", NEW, "10.0.0.1", BODY);
     w.serve("web", "web-new-b", NEW, "10.0.0.2", BODY);

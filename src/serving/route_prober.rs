@@ -1,0 +1,141 @@
+//! `--via-route`'s shell: each [`ClientRequest`] sent through the ingress controller as a
+//! client sends it (the controller's address with the route's path, the route's host as the
+//! Host header), `tries` times per round and one round per interval at most. Answers are
+//! evidence, never errors.
+
+use crate::serving::model::ProbeAnswer;
+use crate::serving::prober::{answer_of, read_bounded, PROBE_TIMEOUT};
+use crate::serving::via_route::ClientRequest;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// One round of one request, as the decision loop hears of it.
+#[derive(Debug, Clone)]
+pub struct RouteRound {
+    pub request: ClientRequest,
+    pub answers: Vec<ProbeAnswer>,
+    pub arrived: Instant,
+}
+
+pub struct RouteProber {
+    client: reqwest::Client,
+    base: reqwest::Url,
+    interval: Duration,
+    last_sent: HashMap<ClientRequest, Instant>,
+    in_flight: Arc<Mutex<HashSet<ClientRequest>>>,
+    sent: Arc<AtomicU64>,
+    tx: mpsc::UnboundedSender<RouteRound>,
+}
+
+/// `base` with `path` (and its query) in place of its own: the URL type builds it.
+pub fn url_through(base: &reqwest::Url, path: &str) -> reqwest::Url {
+    let mut url = base.clone();
+    let (p, q) = path
+        .split_once('?')
+        .map_or((path, None), |(p, q)| (p, Some(q)));
+    url.set_path(p);
+    url.set_query(q);
+    url
+}
+
+impl RouteProber {
+    pub fn new(
+        client: reqwest::Client,
+        base: reqwest::Url,
+        interval: Duration,
+        tx: mpsc::UnboundedSender<RouteRound>,
+    ) -> Self {
+        RouteProber {
+            client,
+            base,
+            interval,
+            last_sent: HashMap::new(),
+            in_flight: Arc::new(Mutex::new(HashSet::new())),
+            sent: Arc::new(AtomicU64::new(0)),
+            tx,
+        }
+    }
+
+    /// Requests sent through the controller so far.
+    pub fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
+    }
+
+    /// When the next round of these requests falls due.
+    pub fn next_due(&self, requests: &[ClientRequest]) -> Option<Instant> {
+        requests
+            .iter()
+            .map(|r| {
+                self.last_sent
+                    .get(r)
+                    .map_or_else(Instant::now, |t| *t + self.interval)
+            })
+            .min()
+    }
+
+    /// Starts a round of every request whose last round is at least one interval old and that
+    /// has none in flight.
+    pub fn round_due(&mut self, requests: &[ClientRequest]) {
+        let now = Instant::now();
+        for r in requests {
+            if self
+                .last_sent
+                .get(r)
+                .is_some_and(|t| now.duration_since(*t) < self.interval)
+                || !self.in_flight.lock().unwrap().insert(r.clone())
+            {
+                continue;
+            }
+            self.last_sent.insert(r.clone(), now);
+            let (client, url, in_flight, sent, tx, request) = (
+                self.client.clone(),
+                url_through(&self.base, &r.path),
+                self.in_flight.clone(),
+                self.sent.clone(),
+                self.tx.clone(),
+                r.clone(),
+            );
+            tokio::spawn(async move {
+                let mut answers = Vec::new();
+                for _ in 0..request.tries {
+                    sent.fetch_add(1, Ordering::Relaxed);
+                    let mut get = client.get(url.clone());
+                    if let Some(host) = &request.host {
+                        get = get.header(reqwest::header::HOST, host.as_str());
+                    }
+                    let once = async { read_bounded(get.send().await?).await };
+                    answers.push(answer_of(tokio::time::timeout(PROBE_TIMEOUT, once).await));
+                }
+                in_flight.lock().unwrap().remove(&request);
+                let _ = tx.send(RouteRound {
+                    request,
+                    answers,
+                    arrived: Instant::now(),
+                });
+            });
+        }
+    }
+
+    /// Forgets requests no longer wanted.
+    pub fn retain(&mut self, requests: &HashSet<ClientRequest>) {
+        self.last_sent.retain(|r, _| requests.contains(r));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_route_path_replaces_the_controllers() {
+        let base = reqwest::Url::parse("http://127.0.0.1:18080/").unwrap();
+        assert_eq!(
+            url_through(&base, "/shop/cart?x=1").as_str(),
+            "http://127.0.0.1:18080/shop/cart?x=1"
+        );
+        assert_eq!(url_through(&base, "/").as_str(), "http://127.0.0.1:18080/");
+    }
+}
