@@ -687,7 +687,7 @@ fn fresh(
 
 /// Why an answer does not count, and the likely cause; `None` when it counts.
 /// One answer judged: `None` when it passes, else what was found and the likely cause.
-pub(crate) fn judge(
+fn judge(
     request: &Request,
     now: Timestamp,
     answer: Option<&ProbeAnswer>,
@@ -951,7 +951,13 @@ fn through_the_controller(
         );
         return;
     }
-    let (unmet, causes) = via_route::check_answers(request, &wanted, route_answers, now);
+    let judge = |a: &ProbeAnswer| judge(request, now, Some(a));
+    let want = format!(
+        "2xx with {}, since the gate started, at most {:.1}s old",
+        request.expect.describe(),
+        request.max_answer_age.as_secs_f64()
+    );
+    let (unmet, causes) = via_route::check_answers(&wanted, route_answers, &judge, &want);
     d.unmet.extend(unmet);
     d.causes.extend(causes);
 }

@@ -3,10 +3,8 @@
 //! weighted backend is reached), and what an answer through the controller leaves unmet. The
 //! shell sends the requests (`prober::probe_through`); nothing here does I/O.
 
-use crate::serving::decide::{judge, Request};
 use crate::serving::model::{Objects, ProbeAnswer, RouteKind, RouteRef};
 use crate::serving::verdict::{Condition, Unmet};
-use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -170,21 +168,21 @@ pub fn client_requests(route: &RouteRef, objects: &Objects, gate_path: &str) -> 
         .collect()
 }
 
+/// How one answer is judged: `None` when it is the release, else what was found and the
+/// likely cause (the decision's own rule for endpoint answers).
+pub type Judge<'a> = &'a dyn Fn(&ProbeAnswer) -> Option<(String, Option<String>)>;
+
 /// What the answers through the controller leave unmet (RouteAnswers), with likely causes:
-/// every request of a round must be answered, fresh, 2xx, with the expected content.
+/// every answer of a request's newest round must pass `judge`; `want` says what it asks.
 pub fn check_answers(
-    request: &Request,
     wanted: &[ClientRequest],
     answers: &RouteAnswers,
-    now: Timestamp,
+    judge: Judge<'_>,
+    want: &str,
 ) -> (Vec<Unmet>, Vec<(Condition, String)>) {
     let mut unmet = Vec::new();
     let mut causes = Vec::new();
-    let want = format!(
-        "every answer through the ingress controller 2xx with {}, since the gate started, at most {:.1}s old",
-        request.expect.describe(),
-        request.max_answer_age.as_secs_f64()
-    );
+    let want = format!("every answer through the ingress controller {want}");
     for cr in wanted {
         let got = answers.get(cr).map(Vec::as_slice).unwrap_or_default();
         if got.is_empty() {
@@ -196,10 +194,7 @@ pub fn check_answers(
             });
             continue;
         }
-        let failed: Vec<(String, Option<String>)> = got
-            .iter()
-            .filter_map(|a| judge(request, now, Some(a)))
-            .collect();
+        let failed: Vec<(String, Option<String>)> = got.iter().filter_map(judge).collect();
         let Some((first, cause)) = failed.first() else {
             continue;
         };
