@@ -128,6 +128,97 @@ impl RouteProber {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::serving::model::{RouteKind, RouteRef};
+    use std::io::{BufRead, BufReader, Write};
+
+    /// A loopback HTTP server that answers every request with its Host header and path, the
+    /// way an ingress controller routes by them.
+    fn echo_server() -> u16 {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let (mut path, mut host) = (String::new(), String::new());
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                    let l = line.trim_end().to_string();
+                    line.clear();
+                    if l.is_empty() {
+                        break;
+                    }
+                    if let Some(p) = l.strip_prefix("GET ") {
+                        path = p.split(' ').next().unwrap_or("").to_string();
+                    }
+                    if let Some((k, v)) = l.split_once(':') {
+                        if k.eq_ignore_ascii_case("host") {
+                            host = v.trim().to_string();
+                        }
+                    }
+                }
+                let body = format!("host={host} path={path}");
+                let mut conn = conn;
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        port
+    }
+
+    fn request(host: Option<&str>, path: &str, tries: u32) -> ClientRequest {
+        ClientRequest {
+            route: RouteRef {
+                kind: RouteKind::HttpRoute,
+                namespace: "shop".into(),
+                name: "web".into(),
+            },
+            host: host.map(str::to_string),
+            path: path.into(),
+            tries,
+        }
+    }
+
+    /// A round sends `tries` requests with the route's host as the Host header and its path;
+    /// a request for any host sends the controller's own address.
+    #[tokio::test]
+    async fn a_round_asks_as_a_client_with_the_routes_host_and_path() {
+        let port = echo_server();
+        let base = reqwest::Url::parse(&format!("http://127.0.0.1:{port}/")).unwrap();
+        let client = crate::cluster::probe::http_client_builder()
+            .build()
+            .unwrap();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut prober = RouteProber::new(client, base, Duration::from_secs(60), tx);
+        let named = request(Some("shop.example"), "/cart?x=1", 3);
+        let any = request(None, "/", 1);
+        prober.round_due(&[named.clone(), any.clone()]);
+        // Not due again within the interval: nothing more is sent.
+        prober.round_due(&[named.clone(), any.clone()]);
+        let mut rounds = HashMap::new();
+        for _ in 0..2 {
+            let r = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+                .await
+                .expect("a round within 10 s")
+                .expect("the channel is open");
+            rounds.insert(r.request.clone(), r.answers);
+        }
+        let bodies = |r: &ClientRequest| -> Vec<String> {
+            rounds[r]
+                .iter()
+                .map(|a| a.body.clone().unwrap_or_default())
+                .collect()
+        };
+        assert_eq!(bodies(&named), vec!["host=shop.example path=/cart?x=1"; 3]);
+        assert_eq!(bodies(&any), vec![format!("host=127.0.0.1:{port} path=/")]);
+        assert_eq!(prober.sent(), 4);
+        assert!(
+            rx.try_recv().is_err(),
+            "a second round was sent within the interval"
+        );
+    }
 
     #[test]
     fn the_route_path_replaces_the_controllers() {
