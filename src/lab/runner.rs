@@ -10,7 +10,7 @@ use crate::lab::manifests::PROGRESS_DEADLINE_SECONDS;
 use crate::lab::resume::Recorded;
 use crate::lab::step::{Step, StepKind};
 use crate::lab::Lab;
-use crate::report::timeline::{Figure, StepTiming, Timeline};
+use crate::report::timeline::{Figure, StepResult, StepTiming, Timeline};
 use crate::report::{Echo, Outcome, Reporter, Suite, TrialResult};
 use std::time::Instant;
 
@@ -118,6 +118,7 @@ impl Runner {
                 Outcome::Skipped { after } => format!("skipped: {after} failed"),
                 Outcome::Ignored(why) => format!("ignored: {why}"),
             },
+            result: StepResult::of(&outcome),
         });
         let result = TrialResult {
             name: name.into(),

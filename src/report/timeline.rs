@@ -3,14 +3,39 @@
 
 use crate::observe::observations::LieWindow;
 use crate::observe::observer::Flip;
-use serde::Serialize;
+use crate::report::Outcome;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct StepTiming {
     pub step: String,
     pub started_at: String,
     pub seconds: f64,
+    /// For a reader: the step's one-line summary or first line of its failure.
     pub outcome: String,
+    /// For a program (the kill trials read it): how the step ended.
+    pub result: StepResult,
+}
+
+/// How a step ended, as `timeline.json` writes it (closed set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepResult {
+    Passed,
+    Failed,
+    Skipped,
+    Ignored,
+}
+
+impl StepResult {
+    pub fn of(outcome: &Outcome) -> Self {
+        match outcome {
+            Outcome::Passed(_) => StepResult::Passed,
+            Outcome::Failed(_) => StepResult::Failed,
+            Outcome::Skipped { .. } => StepResult::Skipped,
+            Outcome::Ignored(_) => StepResult::Ignored,
+        }
+    }
 }
 
 /// One wait of the run: how long, what it cost, how fast it answered, what flipped.
@@ -111,6 +136,22 @@ impl Timeline {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_step_s_result_is_written_for_programs_and_read_back() {
+        let cases = [
+            (Outcome::Passed("x".into()), "passed"),
+            (Outcome::Failed("x".into()), "failed"),
+            (Outcome::Skipped { after: "s".into() }, "skipped"),
+            (Outcome::Ignored("why".into()), "ignored"),
+        ];
+        for (outcome, text) in cases {
+            let result = StepResult::of(&outcome);
+            let json = serde_json::to_string(&result).unwrap();
+            assert_eq!(json, format!("\"{text}\""));
+            assert_eq!(serde_json::from_str::<StepResult>(&json).unwrap(), result);
+        }
+    }
 
     #[test]
     fn the_summary_says_which_figures_an_earlier_run_measured() {

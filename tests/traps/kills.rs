@@ -16,6 +16,7 @@
 use cnpe_lab::config::Config;
 use cnpe_lab::lab::step::Step;
 use cnpe_lab::records::{Keeping, Record};
+use cnpe_lab::report::timeline::StepResult;
 use cnpe_lab::report::Reporter;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -378,6 +379,42 @@ async fn run_and_kill(t: &Tenant, step: Step) -> Result<Option<f64>, String> {
     }
 }
 
+/// The run's own record says it: `timeline.json` (the last run's) lists every step of the lab,
+/// in order, each `passed`.
+fn every_step_passed(evidence: &Path) -> Result<(), String> {
+    #[derive(serde::Deserialize)]
+    struct Row {
+        step: String,
+        result: StepResult,
+    }
+    #[derive(serde::Deserialize)]
+    struct Run {
+        steps: Vec<Row>,
+    }
+    let path = evidence.join(Record::Timeline.file());
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let run: Run =
+        serde_json::from_str(&text).map_err(|e| format!("parsing {}: {e}", path.display()))?;
+    let want: Vec<&str> = Step::ALL.iter().map(|s| s.trial_name()).collect();
+    let got: Vec<&str> = run.steps.iter().map(|r| r.step.as_str()).collect();
+    if got != want {
+        return Err(format!(
+            "{} lists steps {got:?}, not the lab's {want:?}",
+            path.display()
+        ));
+    }
+    match run.steps.iter().find(|r| r.result != StepResult::Passed) {
+        Some(r) => Err(format!(
+            "{}: step {} {:?}",
+            path.display(),
+            r.step,
+            r.result
+        )),
+        None => Ok(()),
+    }
+}
+
 async fn kill_and_resume(
     t: &Tenant,
     step: Step,
@@ -411,9 +448,13 @@ async fn kill_and_resume(
     let t0 = Instant::now();
     let (ok, err, refusal) = resume(t, step == Step::ObserveOutage).await?;
     let resumed_in = t0.elapsed().as_secs_f64();
-    if !ok || !err.lines().any(|l| l == "12 passed, 0 failed") {
+    if let Err(why) = ok
+        .then_some(())
+        .ok_or_else(|| "it exited non-zero".to_string())
+        .and_then(|()| every_step_passed(&t.evidence))
+    {
         return Err(format!(
-            "after SIGKILL in {step}{} the resumed run did not pass 12/12:\n{err}",
+            "after SIGKILL in {step}{} the resumed run did not pass 12/12 ({why}):\n{err}",
             stale
                 .as_ref()
                 .map_or(String::new(), |p| format!(" and a stale {}", p.display()))
