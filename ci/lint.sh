@@ -113,7 +113,22 @@ trap 'rm -rf "$rendered"' EXIT
   done
   "$PYTHON" ci/kind/check-manifests.py ci/kind/versions.env \
     "$rendered/kind-config.yaml" "$rendered/gitd.yaml" "$rendered/gitd-smoke.yaml" \
-    .github/workflows/lab-kind.yml "$KIND_BARE_PARENT" "$CNPE_REPO_URL"
+    .github/workflows/lab-kind.yml "$KIND_BARE_PARENT" "$CNPE_REPO_URL" || exit 1
+  # the add-ons' manifests (up.sh renders them with these two values): no placeholder left, YAML
+  export TRAEFIK_IMAGE="$KIND_OFFLINE_TRAEFIK_IMAGE_REPO:v0.0.0" TRAEFIK_WEB_PORT=18080
+  kind_render ci/addons/traefik.yaml > "$rendered/addons-traefik.yaml" || exit 1
+  kind_render ci/kind/traefik.yaml > "$rendered/traefik.yaml" || exit 1
+  "$PYTHON" - "$rendered/addons-traefik.yaml" "$rendered/traefik.yaml" <<'PY' || exit 1
+import sys, yaml
+for path in sys.argv[1:]:
+    try:
+        docs = [d for d in yaml.safe_load_all(open(path)) if d]
+    except yaml.YAMLError as e:
+        sys.exit(f"{path}: {e}")
+    for d in docs:
+        if not (d.get("kind") and d.get("metadata", {}).get("name")):
+            sys.exit(f"{path}: a document without kind or metadata.name")
+PY
 ) || status=$?
 record "manifests(ci/kind)" "$status"
 

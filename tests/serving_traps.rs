@@ -876,8 +876,7 @@ impl RouteTrap {
     /// HTTPRoute and Gateway cnpe-ingress/web (ci/hermetic/addons.sh installs both).
     async fn served(self, client: kube::Client) -> Result<(), String> {
         use k8s_openapi::api::networking::v1::IngressClass;
-        let add_ons =
-            "ci/hermetic/up.sh installs them (ci/hermetic/addons.sh); ci/kind/up.sh does not yet";
+        let add_ons = "ci/hermetic/up.sh (ci/hermetic/addons.sh) and ci/kind/up.sh install them";
         match self {
             RouteTrap::IngressOutside => {
                 let classes: Api<IngressClass> = Api::all(client);
@@ -983,24 +982,85 @@ async fn controller_answers(client: &kube::Client, body: &str, what: &str) -> Re
     }
 }
 
-/// The ingress controller's address for `--via-route`, where it runs on this host (the
-/// hermetic cluster's Traefik); `None` where it runs in the cluster (Service
-/// cnpe-ingress/traefik), which only the API server's proxy reaches from here.
-async fn host_controller(client: &kube::Client) -> Result<Option<String>, String> {
+/// The ingress controller's address for `--via-route`, as a client on this host reaches it:
+/// Traefik on the host (the hermetic cluster) at 127.0.0.1:$CNPE_TRAEFIK_PORT; Traefik in the
+/// cluster (Service cnpe-ingress/traefik: kind) through a `kubectl port-forward` this trap
+/// starts and owns (it ends with the value), since the API server's service proxy would drop
+/// the Host header a route matches on.
+struct Controller {
+    url: String,
+    _forward: Option<tokio::process::Child>,
+}
+
+async fn controller_for_clients(client: &kube::Client) -> Result<Controller, String> {
     use k8s_openapi::api::core::v1::Service;
+    use tokio::io::AsyncBufReadExt;
     let services: Api<Service> = Api::namespaced(client.clone(), release::INGRESS_NAMESPACE);
-    let in_cluster = services
+    let what = format!("Service {}/traefik", release::INGRESS_NAMESPACE);
+    let Some(service) = services
         .get_opt("traefik")
         .await
-        .map_err(|e| {
-            format!(
-                "reading Service {}/traefik: {e}",
-                release::INGRESS_NAMESPACE
-            )
-        })?
-        .is_some();
-    let port = std::env::var("CNPE_TRAEFIK_PORT").unwrap_or_else(|_| "18080".into());
-    Ok((!in_cluster).then(|| format!("http://127.0.0.1:{port}")))
+        .map_err(|e| format!("reading {what}: {e}"))?
+    else {
+        let port = std::env::var("CNPE_TRAEFIK_PORT").unwrap_or_else(|_| "18080".into());
+        return Ok(Controller {
+            url: format!("http://127.0.0.1:{port}"),
+            _forward: None,
+        });
+    };
+    let port = service
+        .spec
+        .and_then(|s| s.ports)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|p| p.name.as_deref() == Some("web"))
+        .map(|p| p.port)
+        .ok_or_else(|| format!("{what} has no port named web"))?;
+    let kubectl = peers::find_tool("kubectl", "CNPE_KUBECTL")
+        .ok_or("kubectl not found: the in-cluster ingress controller is reached through kubectl port-forward")?;
+    let target = format!(":{port}");
+    let mut child = tokio::process::Command::new(&kubectl)
+        .args([
+            "-n",
+            release::INGRESS_NAMESPACE,
+            "port-forward",
+            "svc/traefik",
+            &target,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("starting {} port-forward: {e}", kubectl.display()))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or("kubectl port-forward: no stdout")?;
+    // "Forwarding from 127.0.0.1:PORT -> 18080": the local port kubectl picked.
+    let local = async {
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(rest) = line.strip_prefix("Forwarding from 127.0.0.1:") {
+                if let Some((local, _)) = rest.split_once(' ') {
+                    return local.parse::<u16>().ok();
+                }
+            }
+        }
+        None
+    };
+    match tokio::time::timeout(Duration::from_secs(30), local).await {
+        Ok(Some(local)) => Ok(Controller {
+            url: format!("http://127.0.0.1:{local}"),
+            _forward: Some(child),
+        }),
+        Ok(None) => Err(format!(
+            "kubectl port-forward svc/traefik {target} in {} ended without forwarding",
+            release::INGRESS_NAMESPACE
+        )),
+        Err(_) => Err(format!(
+            "kubectl port-forward svc/traefik {target}: no local port within 30s"
+        )),
+    }
 }
 
 /// `--via-route URL --once` in the trap state: ours, asking as a client of the controller
@@ -1126,11 +1186,8 @@ async fn trap_route(f: &mut Fixture, trap: RouteTrap) -> Result<String, String> 
             .peers(&f.web, &["deploy/web"], "web", &sha, &body, since)
             .await;
         let line = f.judge(trap.name(), TENANT, &sha, state, peers, &ours, trap.reasons(), &[])?;
-        let controller = host_controller(&f.web.cluster.client()).await?;
-        let via = match &controller {
-            Some(url) => via_route_rejects(f, url, &sha, &body).await?,
-            None => String::new(),
-        };
+        let controller = controller_for_clients(&f.web.cluster.client()).await?;
+        let via = via_route_rejects(f, &controller.url, &sha, &body).await?;
         let mut fixed = web_release(n, false);
         fixed.extra = vec![trap.route(&f.web.cfg, "web")];
         let good = f.web.commit(&fixed, "Gate trap: the route sends its clients to web")?;
@@ -1138,10 +1195,7 @@ async fn trap_route(f: &mut Fixture, trap: RouteTrap) -> Result<String, String> 
         f.web.argo_at(&good, &["Healthy"]).await?;
         controller_answers(&f.web.cluster.client(), &body, "the fixed route").await?;
         let ok = f.web.approved(&good, &body).await?;
-        let via_ok = match &controller {
-            Some(url) => via_route_approves(f, url, &good, &body).await?,
-            None => String::new(),
-        };
+        let via_ok = via_route_approves(f, &controller.url, &good, &body).await?;
         f.web_good = (good, body.clone());
         Ok::<String, String>(format!(
             "{line}{via}; route to web, the controller answers {body:?}, ours approved in {:.1}s{via_ok}",

@@ -10,7 +10,7 @@
 #      cnpe-ingress/web, a hostname) answer HTTP 200 with nginx's page through traefik.
 # Usage: addons-smoke.sh [hermetic|kind]   (default hermetic)
 #   hermetic: curl http://127.0.0.1:$CNPE_TRAEFIK_PORT (default 18080), traefik on the host.
-#   kind: `kubectl port-forward` to Service cnpe-ingress/traefik port $CNPE_TRAEFIK_PORT, then curl
+#   kind: `kubectl port-forward` to Service cnpe-ingress/traefik port web, then curl
 #         with the Host header (the API server's service proxy would not carry the Host).
 # Every wait follows live state with a deadline (CNPE_SMOKE_TIMEOUT, default 180 s) and prints
 # the live state when it times out. Exit 0 passed, 1 failed.
@@ -152,7 +152,9 @@ spec:
 YAML
 if [ "$FLAVOUR" = kind ]; then
   lport=$((20000 + RANDOM % 20000))
-  kubectl -n cnpe-ingress port-forward svc/traefik "$lport:$WEB_PORT" >"$(mktemp)" 2>&1 &
+  svc_port="$(kubectl -n cnpe-ingress get svc traefik -o 'jsonpath={.spec.ports[?(@.name=="web")].port}')"
+  [ -n "$svc_port" ] || { echo "addons-smoke.sh: Service cnpe-ingress/traefik has no port named web" >&2; exit 1; }
+  kubectl -n cnpe-ingress port-forward svc/traefik "$lport:$svc_port" >"$(mktemp)" 2>&1 &
   pf_pid=$!
   URL="http://127.0.0.1:$lport/"
 else

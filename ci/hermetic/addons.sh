@@ -28,6 +28,7 @@ APIDS="$RUN/addons.pids"
 RO_MAN="$CACHE/manifests/rollouts-$ROLLOUTS_VERSION"
 GW_MAN="$CACHE/manifests/gateway-api-$GATEWAY_API_VERSION"
 ING_NS=cnpe-ingress
+TRAEFIK_MANIFEST="$HERMETIC_DIR/../addons/traefik.yaml"
 RO_NS=argo-rollouts
 KCTL() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 usage() { echo "usage: addons.sh up|down|status" >&2; exit 2; }
@@ -176,72 +177,9 @@ if not any(d["kind"] == "ClusterRoleBinding" for d in docs):
 yaml.safe_dump_all(docs, sys.stdout)
 PY
   KCTL -n "$RO_NS" apply -f "$RUN/addons-rollouts-rbac.yaml" >/dev/null
-  # Traefik: ServiceAccount + ClusterRole (traefik's documented rules for the kubernetesIngress and
-  # kubernetesGateway providers, minus pods/get, needed only for OpenTelemetry; plus nodes
-  # list/watch, which v3.6's ingress provider watches) + binding.
-  KCTL apply -f - >/dev/null <<YAML
-apiVersion: v1
-kind: Namespace
-metadata: {name: $ING_NS}
----
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: traefik, namespace: $ING_NS}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: cnpe-traefik}
-rules:
-  - apiGroups: [""]
-    resources: [namespaces, nodes]
-    verbs: [list, watch]
-  - apiGroups: [""]
-    resources: [services, secrets, configmaps]
-    verbs: [get, list, watch]
-  - apiGroups: [discovery.k8s.io]
-    resources: [endpointslices]
-    verbs: [list, watch]
-  - apiGroups: [networking.k8s.io]
-    resources: [ingresses, ingressclasses]
-    verbs: [get, list, watch]
-  - apiGroups: [networking.k8s.io]
-    resources: [ingresses/status]
-    verbs: [update]
-  - apiGroups: [gateway.networking.k8s.io]
-    resources: [gatewayclasses, gateways, httproutes, grpcroutes, tcproutes, tlsroutes, referencegrants, backendtlspolicies]
-    verbs: [get, list, watch]
-  - apiGroups: [gateway.networking.k8s.io]
-    resources: [gatewayclasses/status, gateways/status, httproutes/status, grpcroutes/status, tcproutes/status, tlsroutes/status, referencegrants/status, backendtlspolicies/status]
-    verbs: [update]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: cnpe-traefik}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cnpe-traefik}
-subjects: [{kind: ServiceAccount, name: traefik, namespace: $ING_NS}]
----
-apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata: {name: traefik}
-spec: {controller: traefik.io/ingress-controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: traefik}
-spec: {controllerName: traefik.io/gateway-controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: web, namespace: $ING_NS}
-spec:
-  gatewayClassName: traefik
-  listeners:
-    - name: http
-      protocol: HTTP
-      port: $WEB_PORT
-      allowedRoutes:
-        namespaces: {from: All}
-YAML
+  # Traefik: namespace, ServiceAccount, ClusterRole, IngressClass, GatewayClass, Gateway
+  # (ci/addons/traefik.yaml, shared with ci/kind/up.sh), its listener on our web port.
+  sed "s/@TRAEFIK_WEB_PORT@/$WEB_PORT/g" "$TRAEFIK_MANIFEST" | KCTL apply -f - >/dev/null
 
   fw_rules add
   if alive rollouts-controller; then log "rollouts-controller already running (pid $(pid_of rollouts-controller))"; else

@@ -2,14 +2,15 @@
 # Builds everything the offline kind path needs into $CNPE_KIND_CACHE (default
 # /var/cache/cnpe-kind), from Debian packages and Go modules only: no registry is contacted.
 # Idempotent: a part whose output exists is skipped; each part is timed.
-# Usage: build.sh [part...]   parts: host hermetic gobin rootfs images node (default: all, in order)
+# Usage: build.sh [part...]   parts: host hermetic gobin rootfs images addons node (default: all, in order)
 #   host      Debian podman/netavark/mmdebstrap/umoci/skopeo; podman settings for this VM
 #             ($KIND_CACHE/containers.conf, used through CONTAINERS_CONF); the `kind` network.
-#   hermetic  ci/hermetic/build.sh's k8s etcd argocd pause nginx parts (shared, not rebuilt here).
+#   hermetic  ci/hermetic/build.sh's k8s etcd argocd pause nginx rollouts traefik parts (shared).
 #   gobin     kind, kubeadm, kube-proxy, coredns (same GOMODCACHE/GOCACHE as ci/hermetic).
 #   rootfs    Debian 12 root filesystems (mmdebstrap): the node, and one base for the app images.
 #   images    pod images as docker-archive tars (umoci + skopeo): control plane, kube-proxy, etcd,
 #             coredns, pause (from ci/hermetic), argocd, redis, gitd, nginx (from ci/hermetic).
+#   addons    images of Argo Rollouts' controller and Traefik (from ci/hermetic's binaries).
 #   node      the kind node image (Debian 12 + kind's base files + the k8s images), into podman.
 #   gate      (only when named) the gate's image, cnpe.local/cnpe-gate:0.1.0, from cargo's binaries.
 set -euo pipefail
@@ -21,6 +22,9 @@ HERMETIC="$ROOT/ci/hermetic"
 K8S_VERSION="$(sed -n 's/^K8S_VERSION=//p' "$HERMETIC/versions.env")"
 ETCD_VERSION="$(sed -n 's/^ETCD_VERSION=//p' "$HERMETIC/versions.env")"
 HERMETIC_ARGOCD="$(sed -n 's/^ARGOCD_VERSION=//p' "$HERMETIC/versions.env")"
+# The add-ons are the hermetic cluster's binaries too (ci/hermetic/versions.env pins them).
+ROLLOUTS_VERSION="$(sed -n 's/^ROLLOUTS_VERSION=//p' "$HERMETIC/versions.env")"
+TRAEFIK_VERSION="$(sed -n 's/^TRAEFIK_VERSION=//p' "$HERMETIC/versions.env")"
 [[ $HERMETIC_ARGOCD == "$ARGOCD_VERSION" ]] \
   || die "ci/hermetic pins Argo CD $HERMETIC_ARGOCD but ci/kind pins $ARGOCD_VERSION: they must agree"
 HCACHE="${CNPE_HERMETIC_CACHE:-/var/cache/cnpe-hermetic}"
@@ -113,8 +117,10 @@ EOF
 # ---------------------------------------------------------------- hermetic parts (shared)
 part_hermetic() {
   # Idempotent and cached there; builds only what is missing.
-  bash "$HERMETIC/build.sh" debs k8s etcd argocd pause nginx
+  bash "$HERMETIC/build.sh" debs k8s etcd argocd pause nginx rollouts traefik
   [[ -e $HBIN/.argocd-$ARGOCD_VERSION ]] || die "ci/hermetic did not build argocd $ARGOCD_VERSION"
+  [[ -e $HBIN/.rollouts-$ROLLOUTS_VERSION ]] || die "ci/hermetic did not build rollouts $ROLLOUTS_VERSION"
+  [[ -e $HBIN/.traefik-$TRAEFIK_VERSION ]] || die "ci/hermetic did not build traefik $TRAEFIK_VERSION"
 }
 
 # ---------------------------------------------------------------- Go binaries
@@ -213,7 +219,8 @@ base_files() {
   echo 'hosts: files dns' >"$1/etc/nsswitch.conf"
 }
 PATH_ENV="PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# static_image NAME REF BINARY [ENTRYPOINT]: one binary in /usr/local/bin (static pods run it by name).
+# static_image NAME REF BINARY [ENTRYPOINT [USER]]: one binary in /usr/local/bin (static pods run
+# it by name).
 static_image() {
   local name="$1" ref="$2" bin="$3" dir
   dir="$(mktemp -d)"
@@ -226,6 +233,7 @@ static_image() {
   else
     oci_config "$name" --config.env "$PATH_ENV"
   fi
+  [[ -z ${5:-} ]] || oci_config "$name" --config.user "$5"
   oci_export "$name" "$IMAGES/$name.tar" "$ref"
   rm -rf "$dir"
 }
@@ -317,6 +325,22 @@ part_images() {
   # pause and nginx: ci/hermetic's docker-archives as they are.
   cp "$HCACHE/images/pause.tar" "$IMAGES/pause.tar"
   cp "$HCACHE/images/nginx.tar" "$IMAGES/nginx.tar"
+  umoci gc --layout "$OCI"
+  touch "$stamp"
+}
+
+# ---------------------------------------------------------------- add-on images
+# Argo Rollouts' controller and Traefik: one static binary each (ci/hermetic's build), as
+# upstream's images run them. Rollouts: entrypoint rollouts-controller, user 999 (its Deployment
+# says runAsNonRoot); Traefik: entrypoint traefik (ci/kind/traefik.yaml sets the user).
+part_addons() {
+  local stamp="$IMAGES/.addons-$ROLLOUTS_VERSION-$TRAEFIK_VERSION"
+  if [[ -e $stamp ]]; then log "addons: built, skip"; return; fi
+  log "addons: argo-rollouts $ROLLOUTS_VERSION"
+  static_image argo-rollouts "$KIND_OFFLINE_ROLLOUTS_IMAGE_REPO:$ROLLOUTS_VERSION" \
+    "$HBIN/rollouts-controller" /usr/local/bin/rollouts-controller 999
+  log "addons: traefik $TRAEFIK_VERSION"
+  static_image traefik "$KIND_OFFLINE_TRAEFIK_IMAGE_REPO:$TRAEFIK_VERSION" "$HBIN/traefik" /usr/local/bin/traefik
   umoci gc --layout "$OCI"
   touch "$stamp"
 }
@@ -453,7 +477,7 @@ part_gate() {
   log "gate image $GATE_IMAGE: $(du -h "$IMAGES/cnpe-gate.tar" | cut -f1) (docker-archive), $(du -sh "$bins/cnpe-lab" | cut -f1) unstripped cnpe-lab"
 }
 
-ALL=(host hermetic gobin rootfs images node)
+ALL=(host hermetic gobin rootfs images addons node)
 OPTIONAL=(gate)
 parts=("$@")
 ((${#parts[@]})) || parts=("${ALL[@]}")

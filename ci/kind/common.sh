@@ -70,7 +70,8 @@ cluster_exists() {
 kind_render() {
   local text name
   text="$(<"$1")"
-  for name in GITD_IMAGE KIND_BARE_PARENT KIND_DIR CNPE_REPO_URL; do
+  for name in GITD_IMAGE KIND_BARE_PARENT KIND_DIR CNPE_REPO_URL TRAEFIK_IMAGE TRAEFIK_WEB_PORT; do
+    [[ $text == *"@$name@"* ]] || continue
     text="${text//"@$name@"/"${!name}"}"
   done
   if [[ $text =~ @[A-Z_]+@ ]]; then

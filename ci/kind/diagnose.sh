@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Dumps Argo CD and lab namespace state from the kind cluster, for a failed run: to stdout and,
+# Dumps Argo CD, add-on (Argo Rollouts, Traefik) and lab namespace state from the kind cluster, for a failed run: to stdout and,
 # one file per command, into DIR (default ./kind-diagnostics). Never fails on a single command:
 # a missing resource is itself a finding.
 set -uo pipefail
@@ -30,4 +30,9 @@ dump argocd-repo-server logs -n argocd deployment/argocd-repo-server --all-conta
 dump gitsrv-all get all -n gitsrv -o wide
 dump gitd logs -n gitsrv deployment/gitd --tail=200
 dump gitd-smoke logs -n gitsrv job/gitd-smoke --tail=50
+dump rollouts-all get all -n argo-rollouts -o wide
+dump rollouts-controller logs -n argo-rollouts deployment/argo-rollouts --tail=200
+dump ingress-all get all,gateways.gateway.networking.k8s.io -n cnpe-ingress -o wide
+dump traefik logs -n cnpe-ingress deployment/traefik --tail=200
+dump routes get ingresses.networking.k8s.io,httproutes.gateway.networking.k8s.io,rollouts.argoproj.io -A -o yaml
 exit 0

@@ -45,6 +45,16 @@ expected_url="git://gitd.gitsrv.svc.cluster.local:9418/$(basename "$CNPE_BARE_RE
   || die "CNPE_REPO_URL is '$CNPE_REPO_URL' but gitd serves CNPE_BARE_REPO as '$expected_url'"
 
 ARGOCD_MODULE=""
+# The add-ons' versions are the hermetic cluster's (the offline path runs the same binaries).
+HERMETIC_VERSIONS="$KIND_DIR/../hermetic/versions.env"
+ROLLOUTS_VERSION="$(sed -n 's/^ROLLOUTS_VERSION=//p' "$HERMETIC_VERSIONS")"
+TRAEFIK_VERSION="$(sed -n 's/^TRAEFIK_VERSION=//p' "$HERMETIC_VERSIONS")"
+GATEWAY_API_VERSION="$(sed -n 's/^GATEWAY_API_VERSION=//p' "$HERMETIC_VERSIONS")"
+[[ -n $ROLLOUTS_VERSION && -n $TRAEFIK_VERSION && -n $GATEWAY_API_VERSION ]] \
+  || die "$HERMETIC_VERSIONS lacks ROLLOUTS_VERSION, TRAEFIK_VERSION or GATEWAY_API_VERSION"
+# Traefik's web entrypoint and Service port (the hermetic cluster's Traefik listens on the same).
+# shellcheck disable=SC2034 # read by kind_render (${!name})
+TRAEFIK_WEB_PORT=18080
 step_build() {
   if [[ -z $offline ]]; then return; fi
   bash "$KIND_DIR/build.sh"
@@ -57,11 +67,14 @@ kind_engine || die "cannot create a kind cluster"
 if [[ -n $offline ]]; then
   NODE_IMAGE="$KIND_OFFLINE_NODE_IMAGE"
   GITD_IMAGE="$KIND_OFFLINE_GITD_IMAGE"
-  HERMETIC_VERSIONS="$KIND_DIR/../hermetic/versions.env"
   ETCD_TAG="$(sed -n 's/^ETCD_VERSION=v//p' "$HERMETIC_VERSIONS")-0"
   ARGOCD_MODULE="${CNPE_HERMETIC_CACHE:-/var/cache/cnpe-hermetic}/gomod/github.com/argoproj/argo-cd/v3@$ARGOCD_VERSION"
+  ROLLOUTS_IMAGE="$KIND_OFFLINE_ROLLOUTS_IMAGE_REPO:$ROLLOUTS_VERSION"
+  TRAEFIK_IMAGE="$KIND_OFFLINE_TRAEFIK_IMAGE_REPO:$TRAEFIK_VERSION"
 else
   NODE_IMAGE="$KIND_NODE_IMAGE"
+  ROLLOUTS_IMAGE="$ROLLOUTS_IMAGE_REPO:$ROLLOUTS_VERSION"
+  TRAEFIK_IMAGE="$TRAEFIK_IMAGE_REPO:$TRAEFIK_VERSION"
 fi
 tools=(kind kubectl git)
 [[ -n $offline ]] || tools+=(curl)
@@ -123,7 +136,7 @@ kc create namespace cnpe-shop --dry-run=client -o yaml | kc apply -f -
 step_load() {
   if [[ -z $offline ]]; then return; fi
   local t
-  for t in argocd redis gitd nginx; do
+  for t in argocd redis gitd nginx argo-rollouts traefik; do
     log "loading $KIND_CACHE/images/$t.tar into $node"
     kind load image-archive --name "$CLUSTER" "$KIND_CACHE/images/$t.tar"
   done
@@ -180,6 +193,58 @@ step_argocd() {
 }
 timed argocd step_argocd
 
+# --- add-ons: Argo Rollouts (upstream's install.yaml: CRDs, RBAC, controller) and Traefik with
+# the Gateway API's standard CRDs (ci/addons/traefik.yaml: RBAC, IngressClass, GatewayClass,
+# Gateway cnpe-ingress/web; ci/kind/traefik.yaml: its Deployment and Service). Offline, the
+# manifests are what ci/hermetic/build.sh copied from the modules; the only edit is the image.
+step_addons() {
+  local hman="${CNPE_HERMETIC_CACHE:-/var/cache/cnpe-hermetic}/manifests"
+  local ro="$tmp/rollouts-install.yaml" gw=() f
+  if [[ -n $offline ]]; then
+    [[ -s $hman/rollouts-$ROLLOUTS_VERSION/install.yaml ]] \
+      || die "$hman/rollouts-$ROLLOUTS_VERSION/install.yaml missing (ci/hermetic/build.sh rollouts)"
+    cp "$hman/rollouts-$ROLLOUTS_VERSION/install.yaml" "$ro"
+    for f in "$hman/gateway-api-$GATEWAY_API_VERSION"/gateway.networking.k8s.io_*.yaml; do
+      [[ -s $f ]] || die "no Gateway API CRDs in $hman/gateway-api-$GATEWAY_API_VERSION (ci/hermetic/build.sh traefik)"
+      gw+=(-f "$f")
+    done
+  else
+    curl -fsSL --retry 5 --retry-delay 3 -o "$ro" \
+      "https://github.com/argoproj/argo-rollouts/releases/download/$ROLLOUTS_VERSION/install.yaml"
+    curl -fsSL --retry 5 --retry-delay 3 -o "$tmp/gateway-api.yaml" \
+      "https://github.com/kubernetes-sigs/gateway-api/releases/download/$GATEWAY_API_VERSION/standard-install.yaml"
+    gw=(-f "$tmp/gateway-api.yaml")
+  fi
+  sed -i -e "s|image: quay.io/argoproj/argo-rollouts:.*\$|image: $ROLLOUTS_IMAGE|" \
+    -e 's/imagePullPolicy: Always/imagePullPolicy: IfNotPresent/' "$ro"
+  local images
+  images="$(sed -n 's/^ *image: *//p' "$ro" | sort -u | tr '\n' ' ')"
+  [[ $images == "$ROLLOUTS_IMAGE " ]] || die "Argo Rollouts' install.yaml uses images '$images', not $ROLLOUTS_IMAGE"
+  log "installing Argo Rollouts $ROLLOUTS_VERSION ($ROLLOUTS_IMAGE) and the Gateway API $GATEWAY_API_VERSION CRDs"
+  kc create namespace argo-rollouts --dry-run=client -o yaml | kc apply -f - >/dev/null
+  kc apply -n argo-rollouts --server-side --force-conflicts -f "$ro" >/dev/null
+  kc apply --server-side --force-conflicts "${gw[@]}" >/dev/null
+  wait_established rollouts.argoproj.io analysisruns.argoproj.io gatewayclasses.gateway.networking.k8s.io \
+    gateways.gateway.networking.k8s.io httproutes.gateway.networking.k8s.io
+  log "installing Traefik $TRAEFIK_VERSION ($TRAEFIK_IMAGE), IngressClass and GatewayClass traefik, Gateway cnpe-ingress/web"
+  kind_render "$KIND_DIR/../addons/traefik.yaml" >"$tmp/traefik-rbac.yaml"
+  kind_render "$KIND_DIR/traefik.yaml" >"$tmp/traefik.yaml"
+  kc apply -f "$tmp/traefik-rbac.yaml" -f "$tmp/traefik.yaml" >/dev/null
+}
+timed addons step_addons
+
+# gateway_accepted: Gateway cnpe-ingress/web has Accepted=True (no status yet: not yet).
+gateway_accepted() {
+  local deadline=$((SECONDS + 180)) st=""
+  while ((SECONDS < deadline)); do
+    st="$(kc -n cnpe-ingress get gateway web -o 'jsonpath={range .status.conditions[*]}{.type}={.status} {end}' 2>/dev/null || true)"
+    [[ " $st" == *" Accepted=True "* ]] && return 0
+    sleep 2
+  done
+  kc -n cnpe-ingress logs deployment/traefik --tail=50 >&2 || true
+  die "Gateway cnpe-ingress/web not Accepted after 180 s (conditions '${st:-none}')"
+}
+
 # --- gitd (applied before waiting on Argo CD, so its pods start at the same time)
 step_gitd() {
   log "deploying gitd ($GITD_IMAGE) serving $KIND_BARE_PARENT"
@@ -189,6 +254,9 @@ step_gitd() {
   kc -n argocd rollout status deployment/argocd-repo-server --timeout=300s
   kc -n argocd rollout status statefulset/argocd-application-controller --timeout=300s
   kc -n gitsrv rollout status deployment/gitd --timeout=300s
+  kc -n argo-rollouts rollout status deployment/argo-rollouts --timeout=300s
+  kc -n cnpe-ingress rollout status deployment/traefik --timeout=300s
+  gateway_accepted
 }
 timed rollout step_gitd
 
@@ -216,4 +284,4 @@ timed smoke step_smoke
 summary=""
 for s in "${order[@]}"; do summary+="$s=${TOOK[$s]}s "; done
 log "up.sh done in $((SECONDS - T0))s: $summary"
-log "ready: context $CONTEXT; Argo CD $ARGOCD_VERSION; $CNPE_REPO_URL -> $CNPE_BARE_REPO; gitops dir $CNPE_GITOPS_DIR"
+log "ready: context $CONTEXT; Argo CD $ARGOCD_VERSION, Argo Rollouts $ROLLOUTS_VERSION, Traefik $TRAEFIK_VERSION (svc cnpe-ingress/traefik:web); $CNPE_REPO_URL -> $CNPE_BARE_REPO; gitops dir $CNPE_GITOPS_DIR"
