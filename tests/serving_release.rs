@@ -32,6 +32,7 @@ fn a_release_holds_each_workload_and_its_service() {
                 serde_json::json!({"pause": {}}),
             ],
         )],
+        blue_greens: vec![],
         extra: vec![],
     }
     .build(&cfg());
@@ -116,4 +117,47 @@ fn the_route_builders_parse_as_the_gate_reads_routes() {
             ("web".to_string(), Some(0))
         ]
     );
+}
+
+#[test]
+fn a_blue_green_release_has_its_active_and_preview_services_and_reads_as_the_gate_reads_it() {
+    let r = Release {
+        blue_greens: vec![Web::new("bg", 2, "v1")],
+        extra: vec![release::analysis_template(&cfg(), "check", 1)],
+        ..Default::default()
+    }
+    .build(&cfg());
+    let names: Vec<(&str, &str)> = r
+        .items
+        .iter()
+        .map(|i| {
+            (
+                i["kind"].as_str().unwrap(),
+                i["metadata"]["name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("Rollout", "bg"),
+            ("Service", "bg"),
+            ("Service", "bg-preview"),
+            ("AnalysisTemplate", "check")
+        ]
+    );
+    let bg = &r.items[0]["spec"]["strategy"]["blueGreen"];
+    assert_eq!(bg["activeService"], "bg");
+    assert_eq!(bg["previewService"], "bg-preview");
+    assert_eq!(bg["autoPromotionEnabled"], false);
+    assert_eq!(r.items[2]["spec"]["selector"]["app"], "bg");
+    let read: cnpe_lab::cluster::rollouts::Rollout =
+        serde_json::from_value(r.items[0].clone()).unwrap();
+    assert!(read.spec.strategy.blue_green.is_some());
+    let job = &r.items[3]["spec"]["metrics"][0]["provider"]["job"]["spec"];
+    assert_eq!(
+        job["template"]["spec"]["containers"][0]["command"][2],
+        "exit 1"
+    );
+    assert_eq!(r.items[3]["spec"]["metrics"][0]["failureLimit"], 0);
 }

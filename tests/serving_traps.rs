@@ -749,13 +749,7 @@ async fn trap_old_release_still_serving(f: &mut Fixture) -> Result<String, Strin
 /// Applications).
 async fn trap_canary_paused(f: &mut Fixture) -> Result<String, String> {
     use cnpe_lab::cluster::rollouts::Rollout as ArgoRollout;
-    let gvk = kube::api::GroupVersionKind::gvk("argoproj.io", "v1alpha1", "Rollout");
-    if kube::discovery::pinned_kind(&f.web.cluster.client(), &gvk)
-        .await
-        .is_err()
-    {
-        return Err("Argo Rollouts' CRD is not served on this cluster: ci/hermetic/up.sh and ci/kind/up.sh install it (ci/hermetic/addons.sh)".into());
-    }
+    rollouts_served(f).await?;
     let (_, body) = f.web_good.clone();
     let n = release_number(&body)?;
     let first = f.web.commit(
@@ -819,18 +813,218 @@ async fn trap_canary_paused(f: &mut Fixture) -> Result<String, String> {
         &["workload_paused", "old_revision_serving"],
         &[],
     )?;
-    rollouts
-        .patch_status(
-            "canary",
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(serde_json::json!({"status": {"pauseConditions": null}})),
-        )
-        .await
-        .map_err(|e| format!("promoting the canary (status.pauseConditions cleared): {e}"))?;
+    promote(&rollouts, "canary").await?;
     let ok = f.web.approved(&sha, &next).await?;
     f.web_good = (sha, next);
     Ok(format!(
         "{line}; promoted, ours approved in {:.1}s",
+        ok.seconds
+    ))
+}
+
+/// Argo Rollouts' CRDs are served here (else the trap fails, saying where they come from).
+async fn rollouts_served(f: &Fixture) -> Result<(), String> {
+    let gvk = kube::api::GroupVersionKind::gvk("argoproj.io", "v1alpha1", "Rollout");
+    match kube::discovery::pinned_kind(&f.web.cluster.client(), &gvk).await {
+        Ok(_) => Ok(()),
+        Err(_) => Err("Argo Rollouts' CRD is not served on this cluster: ci/hermetic/up.sh (ci/hermetic/addons.sh) and ci/kind/up.sh install it".into()),
+    }
+}
+
+/// Clears the Rollout's pause conditions: what `kubectl argo rollouts promote` does at a pause.
+async fn promote(
+    api: &Api<cnpe_lab::cluster::rollouts::Rollout>,
+    name: &str,
+) -> Result<(), String> {
+    api.patch_status(
+        name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(serde_json::json!({"status": {"pauseConditions": null}})),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|e| format!("promoting Rollout {name} (status.pauseConditions cleared): {e}"))
+}
+
+/// The web Application's release `n` with a blue-green Rollout `bluegreen` (2 replicas,
+/// manual promotion) beside the Deployment, same page.
+fn blue_green_release(n: u32) -> Release {
+    let mut r = web_release(n, false);
+    r.blue_greens = vec![Web::new("bluegreen", 2, &web_body(n))];
+    r
+}
+
+/// Trap 9: a blue-green Rollout whose new revision waits on the preview side: its pods are
+/// ready and serve the new page through Service bluegreen-preview, but the active Service
+/// (what clients use) still selects the old ReplicaSet. `kubectl argo rollouts status
+/// --watch=false` exits 0 on Paused. Ours names the active selector; promoted, it approves.
+async fn trap_blue_green_not_switched(f: &mut Fixture) -> Result<String, String> {
+    use cnpe_lab::cluster::rollouts::Rollout as ArgoRollout;
+    rollouts_served(f).await?;
+    let (_, body) = f.web_good.clone();
+    let n = release_number(&body)?;
+    let first = f.web.commit(
+        &blue_green_release(n),
+        "Gate trap: a blue-green Rollout beside web",
+    )?;
+    f.web.point_at(&first).await?;
+    // A blue-green Rollout's first revision is active at once.
+    f.web.approved(&first, &body).await?;
+    let next = web_body(n + 1);
+    let sha = f.web.commit(
+        &blue_green_release(n + 1),
+        "Gate trap: the blue-green's next page, not promoted",
+    )?;
+    f.web.point_at(&sha).await?;
+    let ns = f.web.cfg.namespace.clone();
+    let rollouts: Api<ArgoRollout> = Api::namespaced(f.web.cluster.client(), &ns);
+    let state = until_all(
+        rollouts.clone(),
+        "app=bluegreen",
+        "the blue-green paused with its active Service on the old ReplicaSet",
+        |list| {
+            let r = list.iter().find(|r| r.metadata.name.as_deref() == Some("bluegreen"))?;
+            let st = r.status.as_ref()?;
+            let paused = st.pause_conditions.iter().any(|p| p.reason == "BlueGreenPause");
+            let current = st.current_pod_hash.as_ref()?;
+            let on_old = st.blue_green.active_selector.as_ref().is_some_and(|a| a != current);
+            let preview_new = st.blue_green.preview_selector.as_ref() == Some(current);
+            (paused && on_old && preview_new).then(|| {
+                format!(
+                    "Rollout bluegreen paused (BlueGreenPause): new ReplicaSet {current} (new page) behind Service bluegreen-preview, the active Service bluegreen still selecting {} (old page), phase {}",
+                    st.blue_green.active_selector.as_deref().unwrap_or("?"),
+                    st.phase.as_deref().unwrap_or("?")
+                )
+            })
+        },
+    )
+    .await?;
+    let since = Instant::now();
+    let plugin = futures::future::join(
+        peers::argo_rollouts_status(&ns, "bluegreen", false, TRAP_DEADLINE),
+        peers::argo_rollouts_status(&ns, "bluegreen", true, TRAP_DEADLINE),
+    );
+    let ((mut peers, ours), (once, watched)) = tokio::join!(
+        f.peers(&f.web, &["deploy/web"], "bluegreen", &sha, &next, since),
+        plugin
+    );
+    peers.extend([once, watched]);
+    let named = ours
+        .unmet()
+        .iter()
+        .any(|u| u.starts_with("workload_revision: Rollout") && u.contains("active Service"));
+    if !named {
+        return Err(format!(
+            "our gate did not name the active Service's selector: {:?}",
+            ours.unmet()
+        ));
+    }
+    let line = f.judge(
+        "blue_green_active_service_on_the_old_replica_set",
+        TENANT,
+        &sha,
+        state,
+        peers,
+        &ours,
+        &["workload_paused", "workload_revision"],
+        &[],
+    )?;
+    promote(&rollouts, "bluegreen").await?;
+    let ok = f.web.approved(&sha, &next).await?;
+    f.web_good = (sha, next);
+    Ok(format!(
+        "{line}; promoted, ours approved in {:.1}s",
+        ok.seconds
+    ))
+}
+
+/// The web Application's release `n` with a canary `checked` whose second step is an
+/// analysis (AnalysisTemplate `check`: a Job exiting `exit_code`).
+fn analysed_release(n: u32, exit_code: u8, cfg: &Config) -> Release {
+    let mut r = web_release(n, false);
+    r.canaries = vec![(
+        Web::new("checked", 2, &web_body(n)),
+        vec![
+            serde_json::json!({"setWeight": 50}),
+            serde_json::json!({"analysis": {"templates": [{"templateName": "check"}]}}),
+        ],
+    )];
+    r.extra = vec![release::analysis_template(cfg, "check", exit_code)];
+    r
+}
+
+/// Trap 10: a canary whose step AnalysisRun fails: Argo Rollouts aborts (the canary's pods
+/// scaled away, the stable side on the old page) while Argo CD says Synced at the release.
+/// Ours names the failed AnalysisRun; a release whose analysis passes is approved.
+async fn trap_analysis_failed(f: &mut Fixture) -> Result<String, String> {
+    use cnpe_lab::cluster::rollouts::Rollout as ArgoRollout;
+    rollouts_served(f).await?;
+    let (_, body) = f.web_good.clone();
+    let n = release_number(&body)?;
+    let cfg = f.web.cfg.clone();
+    let first = f.web.commit(
+        &analysed_release(n, 1, &cfg),
+        "Gate trap: a canary with a failing analysis step beside web",
+    )?;
+    f.web.point_at(&first).await?;
+    // The first revision skips the steps: the good state.
+    f.web.approved(&first, &body).await?;
+    let next = web_body(n + 1);
+    let sha = f.web.commit(
+        &analysed_release(n + 1, 1, &cfg),
+        "Gate trap: the canary's next page, its analysis fails",
+    )?;
+    f.web.point_at(&sha).await?;
+    let ns = cfg.namespace.clone();
+    let rollouts: Api<ArgoRollout> = Api::namespaced(f.web.cluster.client(), &ns);
+    let failed = until_all(
+        rollouts.clone(),
+        "app=checked",
+        "the canary aborted by its failed AnalysisRun",
+        |list| {
+            let r = list
+                .iter()
+                .find(|r| r.metadata.name.as_deref() == Some("checked"))?;
+            let st = r.status.as_ref()?;
+            let run = st.canary.current_step_analysis_run_status.as_ref()?;
+            (st.abort == Some(true) && run.status == "Failed").then(|| {
+                format!(
+                    "Rollout checked aborted: step AnalysisRun {} Failed, phase {} ({})",
+                    run.name,
+                    st.phase.as_deref().unwrap_or("?"),
+                    st.message.as_deref().unwrap_or("")
+                )
+            })
+        },
+    )
+    .await?;
+    f.web.argo_at(&sha, &["Degraded"]).await?;
+    let state = format!("{failed}; Argo CD Synced at {}", &sha[..7]);
+    let since = Instant::now();
+    let (mut peers, ours) = f
+        .peers(&f.web, &["deploy/web"], "checked", &sha, &next, since)
+        .await;
+    peers.push(peers::argo_rollouts_status(&ns, "checked", false, TRAP_DEADLINE).await);
+    let line = f.judge(
+        "analysis_run_failed_under_synced",
+        TENANT,
+        &sha,
+        state,
+        peers,
+        &ours,
+        &["analysis_passed"],
+        &[],
+    )?;
+    let good_body = web_body(n + 2);
+    let good = f.web.commit(
+        &analysed_release(n + 2, 0, &cfg),
+        "Gate trap: the next page, its analysis passes",
+    )?;
+    f.web.point_at(&good).await?;
+    let ok = f.web.approved(&good, &good_body).await?;
+    f.web_good = (good, good_body);
+    Ok(format!(
+        "{line}; a release whose analysis passes: ours approved in {:.1}s",
         ok.seconds
     ))
 }
@@ -1536,6 +1730,7 @@ async fn set_up(lab_cfg: Config, lab_lock: LabLock) -> Result<Fixture, support::
             ("apps", "Deployment"),
             ("apps", "StatefulSet"),
             ("argoproj.io", "Rollout"),
+            ("argoproj.io", "AnalysisTemplate"),
             ("", "Service"),
             ("networking.k8s.io", "Ingress"),
             ("gateway.networking.k8s.io", "HTTPRoute"),
@@ -1579,7 +1774,7 @@ type TrapFuture<'a> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + 'a>>;
 type TrapFn = for<'a> fn(&'a mut Fixture) -> TrapFuture<'a>;
 
-const TRAPS: [(&str, TrapFn); 9] = [
+const TRAPS: [(&str, TrapFn); 11] = [
     ("trap1_stray_pod_behind_the_service", |f| {
         Box::pin(trap_stray_pod(f))
     }),
@@ -1600,6 +1795,13 @@ const TRAPS: [(&str, TrapFn); 9] = [
     }),
     ("trap6_canary_paused_at_50_percent", |f| {
         Box::pin(trap_canary_paused(f))
+    }),
+    (
+        "trap9_blue_green_active_service_on_the_old_replica_set",
+        |f| Box::pin(trap_blue_green_not_switched(f)),
+    ),
+    ("trap10_analysis_run_failed_under_synced", |f| {
+        Box::pin(trap_analysis_failed(f))
     }),
     ("trap3_statefulset_on_delete", |f| {
         Box::pin(trap_statefulset_on_delete(f))

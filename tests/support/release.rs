@@ -212,6 +212,58 @@ pub fn canary_rollout(cfg: &Config, web: &Web, steps: &[Value]) -> Value {
     })
 }
 
+/// An Argo Rollouts blue-green Rollout of the same nginx: Service `web.name` is its active
+/// side, `{web.name}-preview` its preview; a new revision waits on the preview side until
+/// promoted (`autoPromotionEnabled: false`), and the old side goes 3 s after the switch.
+pub fn blue_green_rollout(cfg: &Config, web: &Web) -> Value {
+    serde_json::json!({
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Rollout",
+        "metadata": meta(cfg, &web.name, web.labels()),
+        "spec": {
+            "replicas": web.replicas,
+            "selector": {"matchLabels": web.labels()},
+            "template": value(&pod_template(cfg, web)),
+            "strategy": {"blueGreen": {
+                "activeService": web.name,
+                "previewService": preview_service_name(web),
+                "autoPromotionEnabled": false,
+                "scaleDownDelaySeconds": 3,
+            }},
+        },
+    })
+}
+
+pub fn preview_service_name(web: &Web) -> String {
+    format!("{}-preview", web.name)
+}
+
+/// An AnalysisTemplate `name` with one metric: a Job running the lab's image that exits with
+/// `exit_code` (0: the analysis succeeds; otherwise it fails at once, failureLimit 0).
+pub fn analysis_template(cfg: &Config, name: &str, exit_code: u8) -> Value {
+    serde_json::json!({
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AnalysisTemplate",
+        "metadata": meta(cfg, name, BTreeMap::from([("app".to_string(), name.to_string())])),
+        "spec": {"metrics": [{
+            "name": "check",
+            "failureLimit": 0,
+            "provider": {"job": {"spec": {
+                "backoffLimit": 0,
+                "template": {"spec": {
+                    "restartPolicy": "Never",
+                    "terminationGracePeriodSeconds": 1,
+                    "containers": [{
+                        "name": "check",
+                        "image": cfg.image,
+                        "command": ["/bin/sh", "-c", format!("exit {exit_code}")],
+                    }],
+                }},
+            }}},
+        }]},
+    })
+}
+
 /// The namespace of the ingress controller and its Gateway on our clusters
 /// (ci/hermetic/addons.sh, ci/kind/up.sh).
 pub const INGRESS_NAMESPACE: &str = "cnpe-ingress";
@@ -265,6 +317,8 @@ pub struct Release {
     pub stateful_sets: Vec<(Web, bool)>,
     /// Argo Rollouts canaries: the workload and its steps.
     pub canaries: Vec<(Web, Vec<Value>)>,
+    /// Argo Rollouts blue-green Rollouts (with their active and preview Services).
+    pub blue_greens: Vec<Web>,
     pub extra: Vec<Value>,
 }
 
@@ -282,6 +336,13 @@ impl Release {
         for (web, steps) in &self.canaries {
             items.push(canary_rollout(cfg, web, steps));
             items.push(value(&service(cfg, web)));
+        }
+        for web in &self.blue_greens {
+            items.push(blue_green_rollout(cfg, web));
+            items.push(value(&service(cfg, web)));
+            let mut preview = service(cfg, web);
+            preview.metadata.name = Some(preview_service_name(web));
+            items.push(value(&preview));
         }
         items.extend(self.extra.iter().cloned());
         ResourceList {
