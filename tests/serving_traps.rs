@@ -1012,9 +1012,21 @@ async fn trap_analysis_failed(f: &mut Fixture) -> Result<String, String> {
         state,
         peers,
         &ours,
-        &["analysis_passed"],
+        &["workload_revision"],
         &[],
     )?;
+    // Argo Rollouts drops the step's AnalysisRun from the status when it aborts: the abort's
+    // cause, in the Rollout's message, is what names the failed analysis.
+    if !ours
+        .unmet()
+        .iter()
+        .any(|u| u.starts_with("workload_revision: Rollout") && u.contains("analysis"))
+    {
+        return Err(format!(
+            "our gate rejected, but did not name the failed analysis: {:?}",
+            ours.unmet()
+        ));
+    }
     let good_body = web_body(n + 2);
     let good = f.web.commit(
         &analysed_release(n + 2, 0, &cfg),
@@ -1236,17 +1248,21 @@ async fn controller_for_clients(client: &kube::Client) -> Result<Controller, Str
         while let Ok(Some(line)) = lines.next_line().await {
             if let Some(rest) = line.strip_prefix("Forwarding from 127.0.0.1:") {
                 if let Some((local, _)) = rest.split_once(' ') {
-                    return local.parse::<u16>().ok();
+                    return local.parse::<u16>().ok().map(|port| (port, lines));
                 }
             }
         }
         None
     };
     match tokio::time::timeout(Duration::from_secs(30), local).await {
-        Ok(Some(local)) => Ok(Controller {
-            url: format!("http://127.0.0.1:{local}"),
-            _forward: Some(child),
-        }),
+        Ok(Some((local, mut lines))) => {
+            // kubectl writes a line per connection: read them to the end, or it dies of SIGPIPE.
+            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+            Ok(Controller {
+                url: format!("http://127.0.0.1:{local}"),
+                _forward: Some(child),
+            })
+        }
         Ok(None) => Err(format!(
             "kubectl port-forward svc/traefik {target} in {} ended without forwarding",
             release::INGRESS_NAMESPACE
@@ -1281,7 +1297,7 @@ async fn via_route_rejects(
     let named = run
         .unmet()
         .into_iter()
-        .find(|u| u.starts_with("route_answers: "));
+        .find(|u| u.starts_with("route_answers: ") && !u.contains("no answer"));
     match (run.code, named) {
         (Some(1), Some(u)) => Ok(format!(
             "; with --via-route {url} --once ours rejected in {:.1}s: {u}",

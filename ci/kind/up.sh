@@ -217,9 +217,15 @@ step_addons() {
   fi
   sed -i -e "s|image: quay.io/argoproj/argo-rollouts:.*\$|image: $ROLLOUTS_IMAGE|" \
     -e 's/imagePullPolicy: Always/imagePullPolicy: IfNotPresent/' "$ro"
+  # the images its pods run (the CRDs' schemas have "image:" properties too: read the YAML)
   local images
-  images="$(sed -n 's/^ *image: *//p' "$ro" | sort -u | tr '\n' ' ')"
-  [[ $images == "$ROLLOUTS_IMAGE " ]] || die "Argo Rollouts' install.yaml uses images '$images', not $ROLLOUTS_IMAGE"
+  images="$(python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d.get("kind") == "Deployment":
+        for c in d["spec"]["template"]["spec"]["containers"]:
+            print(c["image"])' "$ro" | sort -u | tr '\n' ' ')"
+  [[ $images == "$ROLLOUTS_IMAGE " ]] || die "Argo Rollouts' install.yaml runs images '$images', not $ROLLOUTS_IMAGE"
   log "installing Argo Rollouts $ROLLOUTS_VERSION ($ROLLOUTS_IMAGE) and the Gateway API $GATEWAY_API_VERSION CRDs"
   kc create namespace argo-rollouts --dry-run=client -o yaml | kc apply -f - >/dev/null
   kc apply -n argo-rollouts --server-side --force-conflicts -f "$ro" >/dev/null
