@@ -130,7 +130,25 @@ kubectl apply -k deploy/ >/dev/null
 # operation without a retry policy limit 5 (measured: "Retrying attempt #3", minutes per
 # release): each sync here is one explicit operation with retry limit 1 (an explicit 0 may be
 # dropped as unset; not tried).
-kubectl -n "$ARGO_NS" patch application "$APP" --type merge -p '{"spec":{"syncPolicy":{"automated":null}}}' >/dev/null
+# With a refresh asked in the same patch (the annotation `argocd app get --refresh` sets; the
+# controller removes it when it has reconciled).
+kubectl -n "$ARGO_NS" patch application "$APP" --type merge \
+  -p '{"metadata":{"annotations":{"argocd.argoproj.io/refresh":"normal"}},"spec":{"syncPolicy":{"automated":null}}}' >/dev/null
+# Until the controller has reconciled the Application after that patch, its cache may still say
+# automated: a self-heal it starts then is a selective sync (status.operationState.operation
+# .sync.resources), which runs no hooks (seen right after a lab run: "hook Job none"). Wait (up
+# to 60 s, then go on saying so) for that reconcile with no operation pending.
+t_off=$SECONDS
+while :; do
+  IFS='|' read -r reconciled pending phase asked < <(field '{.status.reconciledAt}|{.operation}|{.status.operationState.phase}|{.metadata.annotations.argocd\.argoproj\.io/refresh}{"\n"}') || true
+  if [[ -z $asked && -z $pending && $phase != Running ]]; then break; fi
+  if ((SECONDS - t_off >= 60)); then
+    echo "hook-checks: no reconcile of $APP after automation went off within 60 s (reconciledAt ${reconciled:-none}, refresh still asked '${asked:-no}', operation phase ${phase:-none}); going on" >&2
+    break
+  fi
+  sleep 1
+done
+echo "hook-checks: $APP reconciled after automation went off: $((SECONDS - t_off)) s" >&2
 kind_ok="$(kubectl -n "$ARGO_NS" get appproject "$PROJECT" -o jsonpath='{.spec.namespaceResourceWhitelist[?(@.kind=="Job")].group}')"
 if [[ $kind_ok != batch ]]; then
   kubectl -n "$ARGO_NS" patch appproject "$PROJECT" --type json \
