@@ -127,6 +127,14 @@ pub fn write_json_numbered(dir: &Path, stem: &str, value: &serde_json::Value) ->
     }
 }
 
+/// The newest of the files [`write_json_numbered`] wrote for `stem` in `dir` (the last run's).
+pub fn latest_numbered(dir: &Path, stem: &str) -> Option<PathBuf> {
+    (1..)
+        .map(|n| dir.join(numbered_name(stem, n)))
+        .take_while(|p| p.exists())
+        .last()
+}
+
 fn numbered_name(stem: &str, n: u32) -> String {
     if n == 1 {
         format!("{stem}.json")
@@ -328,6 +336,17 @@ impl RecordPaths {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_latest_numbered_file_is_the_last_run_s() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(latest_numbered(dir.path(), "timeline"), None);
+        for run in 1..=3 {
+            let p = write_json_numbered(dir.path(), "timeline", &serde_json::json!({"run": run}))
+                .unwrap();
+            assert_eq!(latest_numbered(dir.path(), "timeline"), Some(p));
+        }
+    }
+
     use super::*;
 
     #[test]

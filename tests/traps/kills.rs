@@ -379,8 +379,8 @@ async fn run_and_kill(t: &Tenant, step: Step) -> Result<Option<f64>, String> {
     }
 }
 
-/// The run's own record says it: `timeline.json` (the last run's) lists every step of the lab,
-/// in order, each `passed`.
+/// The run's own record says it: its timeline (`timeline.json`, or `timeline-N.json` when an
+/// earlier run wrote one: the newest) lists every step of the lab, in order, each `passed`.
 fn every_step_passed(evidence: &Path) -> Result<(), String> {
     #[derive(serde::Deserialize)]
     struct Row {
@@ -391,7 +391,9 @@ fn every_step_passed(evidence: &Path) -> Result<(), String> {
     struct Run {
         steps: Vec<Row>,
     }
-    let path = evidence.join(Record::Timeline.file());
+    let stem = Record::Timeline.file().trim_end_matches(".json");
+    let path = cnpe_lab::records::latest_numbered(evidence, stem)
+        .ok_or_else(|| format!("no {} in {}", Record::Timeline.file(), evidence.display()))?;
     let text =
         std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
     let run: Run =
