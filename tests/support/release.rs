@@ -199,6 +199,11 @@ pub fn service(cfg: &Config, web: &Web) -> Service {
 /// its schema is not in k8s-openapi) with `steps` (e.g. `{"setWeight": 50}`, `{"pause": {}}`)
 /// and no traffic router: the canary weight is the ratio of new to old pods behind its Service.
 pub fn canary_rollout(cfg: &Config, web: &Web, steps: &[Value]) -> Value {
+    rollout(cfg, web, serde_json::json!({"canary": {"steps": steps}}))
+}
+
+/// A Rollout of the nginx `web` with `strategy`.
+fn rollout(cfg: &Config, web: &Web, strategy: Value) -> Value {
     serde_json::json!({
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "Rollout",
@@ -207,7 +212,7 @@ pub fn canary_rollout(cfg: &Config, web: &Web, steps: &[Value]) -> Value {
             "replicas": web.replicas,
             "selector": {"matchLabels": web.labels()},
             "template": value(&pod_template(cfg, web)),
-            "strategy": {"canary": {"steps": steps}},
+            "strategy": strategy,
         },
     })
 }
@@ -216,22 +221,16 @@ pub fn canary_rollout(cfg: &Config, web: &Web, steps: &[Value]) -> Value {
 /// side, `{web.name}-preview` its preview; a new revision waits on the preview side until
 /// promoted (`autoPromotionEnabled: false`), and the old side goes 3 s after the switch.
 pub fn blue_green_rollout(cfg: &Config, web: &Web) -> Value {
-    serde_json::json!({
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "Rollout",
-        "metadata": meta(cfg, &web.name, web.labels()),
-        "spec": {
-            "replicas": web.replicas,
-            "selector": {"matchLabels": web.labels()},
-            "template": value(&pod_template(cfg, web)),
-            "strategy": {"blueGreen": {
-                "activeService": web.name,
-                "previewService": preview_service_name(web),
-                "autoPromotionEnabled": false,
-                "scaleDownDelaySeconds": 3,
-            }},
-        },
-    })
+    rollout(
+        cfg,
+        web,
+        serde_json::json!({"blueGreen": {
+            "activeService": web.name,
+            "previewService": preview_service_name(web),
+            "autoPromotionEnabled": false,
+            "scaleDownDelaySeconds": 3,
+        }}),
+    )
 }
 
 pub fn preview_service_name(web: &Web) -> String {
