@@ -61,9 +61,14 @@ impl Provisioned {
     }
 }
 
-/// The repository holding `ci/` (the crate's own checkout, or `CNPE_REPO_ROOT`).
+/// The repository holding `ci/`: `CNPE_REPO_ROOT`, else the checkout `cargo` runs this from
+/// (it sets `CARGO_MANIFEST_DIR` for tests and `cargo run`), else the one it was built in. The
+/// compile-time path alone is not enough: checkouts that share one `CARGO_TARGET_DIR` reuse each
+/// other's unchanged library, and with it a path that may be gone.
 pub fn repo_root() -> PathBuf {
-    std::env::var_os("CNPE_REPO_ROOT")
+    ["CNPE_REPO_ROOT", "CARGO_MANIFEST_DIR"]
+        .iter()
+        .find_map(std::env::var_os)
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
 }
