@@ -3,6 +3,7 @@
 //! the record of the outage survives the recovery and any rerun.
 
 use crate::release_gate::strict_json::MAX_INPUT_BYTES;
+use crate::sha::Sha;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::fs;
@@ -77,32 +78,26 @@ pub fn read_bounded(path: &Path) -> Result<Vec<u8>> {
 }
 
 /// Records a full SHA (as `git rev-parse` prints it: the SHA and a newline).
-pub fn write_sha(path: &Path, sha: &str) -> Result<WriteOutcome> {
-    if !crate::sha::is_full_sha(sha) {
-        bail!(
-            "refusing to record {sha:?} in {}: not a full lowercase SHA",
-            path.display()
-        );
-    }
+pub fn write_sha(path: &Path, sha: &Sha) -> Result<WriteOutcome> {
     write_once(path, format!("{sha}\n").as_bytes())
 }
 
 /// Reads a `.sha` record; `None` when it does not exist, an error naming the file when it holds
 /// anything but one full lowercase SHA.
-pub fn read_sha(path: &Path) -> Result<Option<String>> {
+pub fn read_sha(path: &Path) -> Result<Option<Sha>> {
     let Some(bytes) = read_if_exists(path)? else {
         return Ok(None);
     };
     let text = String::from_utf8_lossy(&bytes);
     let sha = text.trim_end_matches('\n');
-    if !crate::sha::is_full_sha(sha) {
-        bail!(
+    match Sha::parse(sha) {
+        Ok(sha) => Ok(Some(sha)),
+        Err(_) => bail!(
             "{} does not hold a full lowercase SHA (found {:?})",
             path.display(),
             truncate(sha)
-        );
+        ),
     }
-    Ok(Some(sha.to_string()))
 }
 
 /// Records evidence JSON, pretty-printed with a final newline.
@@ -323,7 +318,7 @@ impl RecordPaths {
     }
 
     /// Reads a `.sha` record that must exist (an error names it and the steps that make it).
-    pub fn sha(&self, r: Record) -> Result<String> {
+    pub fn sha(&self, r: Record) -> Result<Sha> {
         let path = self.path(r);
         read_sha(&path)?.ok_or_else(|| {
             anyhow::anyhow!(
@@ -387,8 +382,8 @@ mod tests {
         fs::write(&p, "HEAD~1\n").unwrap();
         let err = read_sha(&p).unwrap_err().to_string();
         assert!(err.contains("bad.sha"), "{err}");
-        let sha = "0123456789abcdef0123456789abcdef01234567";
-        assert!(write_sha(&p, sha).is_err());
+        let sha = Sha::parse("0123456789abcdef0123456789abcdef01234567").unwrap();
+        assert!(write_sha(&p, &sha).is_err());
         assert_eq!(fs::read(&p).unwrap(), b"HEAD~1\n");
     }
 
@@ -413,10 +408,11 @@ mod tests {
     fn sha_round_trip_and_rerun_is_a_no_op() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("baseline.sha");
-        let sha = "0123456789abcdef0123456789abcdef01234567";
-        assert_eq!(write_sha(&p, sha).unwrap(), WriteOutcome::Created);
-        assert_eq!(write_sha(&p, sha).unwrap(), WriteOutcome::AlreadyRecorded);
-        assert_eq!(read_sha(&p).unwrap().as_deref(), Some(sha));
-        assert!(write_sha(&p, "ABCDEF").is_err());
+        let sha = Sha::parse("0123456789abcdef0123456789abcdef01234567").unwrap();
+        assert_eq!(write_sha(&p, &sha).unwrap(), WriteOutcome::Created);
+        assert_eq!(write_sha(&p, &sha).unwrap(), WriteOutcome::AlreadyRecorded);
+        assert_eq!(read_sha(&p).unwrap(), Some(sha));
+        // A short or upper-case form never reaches a record: it is not a Sha.
+        assert!(Sha::parse("ABCDEF").is_err());
     }
 }

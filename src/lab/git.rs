@@ -657,6 +657,11 @@ pub fn subtree_id(repo: &Repository, oid: Oid, dir: &str) -> Result<Option<Oid>>
     }
 }
 
+/// The commit's SHA as the records keep it (a SHA-1 Oid always displays as 40 lowercase hex).
+pub fn sha_of(oid: Oid) -> Result<crate::sha::Sha> {
+    Ok(crate::sha::Sha::parse(&oid.to_string())?)
+}
+
 pub fn parse_sha(sha: &str) -> Result<Oid> {
     if !crate::sha::is_full_sha(sha) {
         bail!("{sha:?} is not a full lowercase 40-hex SHA");

@@ -223,6 +223,7 @@ impl LabCluster {
             let p = records.path(r);
             records::read_sha(&p)
                 .map_err(|e| NotRun::Broken(format!("{e:#}")))?
+                .map(|sha| sha.to_string())
                 .ok_or_else(|| {
                     NotRun::LabMissing(format!(
                         "{} is not recorded: {RUN_THE_LAB_FIRST}",

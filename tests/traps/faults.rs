@@ -12,6 +12,7 @@ use cnpe_lab::observe::observer::WaitError;
 use cnpe_lab::observe::predicates::Target;
 use cnpe_lab::records;
 use cnpe_lab::report::Outcome;
+use cnpe_lab::sha::Sha;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -411,8 +412,8 @@ pub fn full_filesystem() -> Outcome {
 fn full_filesystem_on(m: &Mount) -> Result<String, String> {
     let dir = m.0.join("cnpe");
     let first = dir.join("baseline.sha");
-    records::write_sha(&first, "0123456789abcdef0123456789abcdef01234567")
-        .map_err(|e| format!("{e:#}"))?;
+    let sha = Sha::parse("0123456789abcdef0123456789abcdef01234567").map_err(|e| e.to_string())?;
+    records::write_sha(&first, &sha).map_err(|e| format!("{e:#}"))?;
     // Fill the filesystem.
     let filler = std::fs::File::create(m.0.join("filler")).unwrap();
     let _ = std::io::Write::write_all(&mut &filler, &vec![0u8; 256 * 1024]);
@@ -458,10 +459,10 @@ pub fn read_only_filesystem() -> Outcome {
 
 fn read_only_filesystem_on(m: &Mount) -> Result<String, String> {
     let dir = m.0.join("cnpe");
-    let sha = "0123456789abcdef0123456789abcdef01234567";
-    records::write_sha(&dir.join("baseline.sha"), sha).map_err(|e| format!("{e:#}"))?;
+    let sha = Sha::parse("0123456789abcdef0123456789abcdef01234567").map_err(|e| e.to_string())?;
+    records::write_sha(&dir.join("baseline.sha"), &sha).map_err(|e| format!("{e:#}"))?;
     m.remount_ro()?;
-    let err = records::write_sha(&dir.join("bad.sha"), sha)
+    let err = records::write_sha(&dir.join("bad.sha"), &sha)
         .expect_err("a read-only filesystem must fail the write");
     let text = format!("{err:#}");
     if !text.contains("Read-only file system") || !text.contains("bad.sha") {
@@ -469,11 +470,7 @@ fn read_only_filesystem_on(m: &Mount) -> Result<String, String> {
             "the error does not name the fault and the file: {text}"
         ));
     }
-    if records::read_sha(&dir.join("baseline.sha"))
-        .map_err(|e| format!("{e:#}"))?
-        .as_deref()
-        != Some(sha)
-    {
+    if records::read_sha(&dir.join("baseline.sha")).map_err(|e| format!("{e:#}"))? != Some(sha) {
         return Err("the earlier record is unreadable".into());
     }
     // The whole command: it refuses at once, naming the directory, before touching a cluster.

@@ -1,7 +1,7 @@
 //! Steps 1, 4 and 6: the Git side of the lab (commit, push, revert; history only grows).
 
 use super::settled_note;
-use crate::lab::git::{parse_sha, GitOps};
+use crate::lab::git::{parse_sha, sha_of, GitOps};
 use crate::lab::manifests::{self, to_file_bytes, RELEASE_PATH};
 use crate::lab::{history, Lab, BAD_MESSAGE};
 use crate::records::{self, Record};
@@ -28,7 +28,7 @@ impl Lab {
             "Baseline release: web serves labhub-cnpe-v1",
         )?;
         git.push()?;
-        let sha = oid.to_string();
+        let sha = sha_of(oid)?;
         records::write_sha(&self.records.path(Record::BaselineSha), &sha)?;
         // Prove it is really on the pushed branch, as Argo CD will fetch it.
         let diff = manifests::json_diff(&want, &self.pushed_release(&sha)?);
@@ -67,7 +67,7 @@ impl Lab {
                 });
             let (oid, how) = if let Some(h) = interrupted {
                 (h, "adopted from an interrupted run")
-            } else if head == Some(baseline.clone()) {
+            } else if head.as_deref() == Some(baseline.as_str()) {
                 (
                     git.commit_file(RELEASE_PATH, &bytes, BAD_MESSAGE)?,
                     "committed",
@@ -76,7 +76,7 @@ impl Lab {
                 bail!("the working copy's HEAD is not the baseline {baseline}; refusing to build step 4 on anything else");
             };
             git.push()?;
-            records::write_sha(&self.records.path(Record::BadSha), &oid.to_string())?;
+            records::write_sha(&self.records.path(Record::BadSha), &sha_of(oid)?)?;
             format!(
                 "bad {oid} {how} (readiness path /not-ready only), pushed and recorded{}",
                 removed_note(&git)
@@ -117,7 +117,7 @@ impl Lab {
                 bail!("the working copy's HEAD is not the bad commit {bad}; refusing to revert on top of anything else");
             };
             git.push()?;
-            records::write_sha(&self.records.path(Record::RecoveredSha), &oid.to_string())?;
+            records::write_sha(&self.records.path(Record::RecoveredSha), &sha_of(oid)?)?;
             format!(
                 "revert {oid} of {bad} {how}, pushed and recorded{}",
                 removed_note(&git)

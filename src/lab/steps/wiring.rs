@@ -4,6 +4,7 @@ use super::settled_note;
 use crate::lab::manifests::{self, to_file_bytes};
 use crate::lab::{ok_or_resumed, Lab};
 use crate::records::{self, Record};
+use crate::sha::Sha;
 use anyhow::{anyhow, bail, Result};
 
 impl Lab {
@@ -64,7 +65,7 @@ impl Lab {
     /// Step 2's checks against the live objects: everything the grader reads.
     pub(in crate::lab) async fn grade_live_wiring(
         &mut self,
-        expect_revision: Option<String>,
+        expect_revision: Option<Sha>,
     ) -> Result<String> {
         let expect_revision = match expect_revision {
             Some(r) => Some(r),
