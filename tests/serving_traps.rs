@@ -38,12 +38,43 @@ use support::peers::{self, Peer, PeerResult, Verdict};
 const TENANT: &str = "cnpe-gate";
 /// The second Application (the StatefulSet), in the same namespace and project.
 const DB_APP: &str = "cnpe-gate-db";
-/// How long a peer or our gate may take in a trap (our gate's `--timeout`).
+/// How long a peer or our gate may take (our gate's `--timeout`) in a trap whose state moves
+/// on while they run: a Deployment that never becomes ready reaches its 20 s progress deadline
+/// (Argo CD Degraded) inside it.
 const TRAP_DEADLINE: Duration = Duration::from_secs(30);
+/// The same in a trap whose state is reached before the peers start and then stays (a stray pod,
+/// a paused or aborted Rollout, a route to the old backend, an OnDelete StatefulSet): waiting
+/// peers and our gate see one state throughout, so the deadline only has to outlast the slowest
+/// approving peer (the 10 s cooldown; the others answered within 4 s on both clusters).
+const SETTLED_DEADLINE: Duration = Duration::from_secs(15);
 /// How long reaching a state may take (a rollout of 3 pods, Argo CD's sync).
 const STATE_DEADLINE: Duration = Duration::from_secs(120);
 /// The Healthy-after-a-cooldown peer's cooldown (Kargo's first fix, kargo#2205).
 const COOLDOWN: Duration = Duration::from_secs(10);
+
+/// When the peers of a trap start and how long each may take.
+#[derive(Clone, Copy)]
+struct Window {
+    since: Instant,
+    deadline: Duration,
+}
+
+impl Window {
+    /// A trap whose state keeps changing while the peers run.
+    fn moving(since: Instant) -> Self {
+        Self {
+            since,
+            deadline: TRAP_DEADLINE,
+        }
+    }
+    /// A trap whose state was reached and stays.
+    fn settled(since: Instant) -> Self {
+        Self {
+            since,
+            deadline: SETTLED_DEADLINE,
+        }
+    }
+}
 
 fn web_body(release: u32) -> String {
     format!("cnpe gate web r{release}")
@@ -393,13 +424,14 @@ impl Fixture {
         service: &str,
         sha: &str,
         body: &str,
-        since: Instant,
+        window: Window,
     ) -> (Vec<PeerResult>, GateRun) {
+        let Window { since, deadline } = window;
         let ns = app.cfg.namespace.clone();
         let rollouts = futures::future::join_all(
             workloads
                 .iter()
-                .map(|w| peers::rollout_status(&ns, w, TRAP_DEADLINE)),
+                .map(|w| peers::rollout_status(&ns, w, deadline)),
         );
         let read = async {
             let a = app.cluster.application().await.ok().flatten();
@@ -457,7 +489,7 @@ impl Fixture {
             self.as_pods,
             &app.cfg.argocd_namespace,
             &app.cfg.application,
-            TRAP_DEADLINE,
+            deadline,
         );
         let args = [
             "--app",
@@ -467,7 +499,7 @@ impl Fixture {
             "--expect-body",
             body,
         ];
-        let ours = gate(&args, TRAP_DEADLINE);
+        let ours = gate(&args, deadline);
         let (rollouts, read, cooldown, get, argo, ours) =
             tokio::join!(rollouts, read, cooldown, get, argo, ours);
         let mut all = rollouts;
@@ -655,7 +687,7 @@ async fn trap_stray_pod(f: &mut Fixture) -> Result<String, String> {
         );
         let since = Instant::now();
         let (peers, ours) = f
-            .peers(&f.web, &["deploy/web"], "web", &sha, &body, since)
+            .peers(&f.web, &["deploy/web"], "web", &sha, &body, Window::settled(since))
             .await;
         let line = f.judge(
             "stray_pod_behind_the_service",
@@ -717,7 +749,14 @@ async fn trap_old_release_still_serving(f: &mut Fixture) -> Result<String, Strin
     .await?;
     let since = Instant::now();
     let (peers, ours) = f
-        .peers(&f.web, &["deploy/web"], "web", &sha, &body, since)
+        .peers(
+            &f.web,
+            &["deploy/web"],
+            "web",
+            &sha,
+            &body,
+            Window::moving(since),
+        )
         .await;
     let line = f.judge(
         "old_release_still_serving_under_synced",
@@ -785,11 +824,18 @@ async fn trap_canary_paused(f: &mut Fixture) -> Result<String, String> {
     .await?;
     let since = Instant::now();
     let plugin = futures::future::join(
-        peers::argo_rollouts_status(&ns, "canary", false, TRAP_DEADLINE),
-        peers::argo_rollouts_status(&ns, "canary", true, TRAP_DEADLINE),
+        peers::argo_rollouts_status(&ns, "canary", false, SETTLED_DEADLINE),
+        peers::argo_rollouts_status(&ns, "canary", true, SETTLED_DEADLINE),
     );
     let ((mut peers, ours), (once, watched)) = tokio::join!(
-        f.peers(&f.web, &["deploy/web"], "canary", &sha, &next, since),
+        f.peers(
+            &f.web,
+            &["deploy/web"],
+            "canary",
+            &sha,
+            &next,
+            Window::settled(since)
+        ),
         plugin
     );
     peers.extend([once, watched]);
@@ -815,11 +861,61 @@ async fn trap_canary_paused(f: &mut Fixture) -> Result<String, String> {
     )?;
     promote(&rollouts, "canary").await?;
     let ok = f.web.approved(&sha, &next).await?;
+    let action = action_approves(&f.web.cfg.application, &sha, &next).await?;
     f.web_good = (sha, next);
     Ok(format!(
-        "{line}; promoted, ours approved in {:.1}s",
+        "{line}; promoted, ours approved in {:.1}s; {action}",
         ok.seconds
     ))
+}
+
+/// The GitHub Action's step (`ci/action/gate.sh`, what action.yml runs), unchanged, approves
+/// `sha` of `app` serving `body`: its exit status, its `verdict` output and its verdict JSON.
+async fn action_approves(app: &str, sha: &str, body: &str) -> Result<String, String> {
+    let dir = tempfile::tempdir().map_err(err)?;
+    let outputs_file = dir.path().join("output");
+    std::fs::write(&outputs_file, "").map_err(err)?;
+    let t = Instant::now();
+    let run = tokio::process::Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/ci/action/gate.sh"))
+        .env("CNPE_LAB", env!("CARGO_BIN_EXE_cnpe-lab"))
+        .env("CNPE_GATE_APP", app)
+        .env("CNPE_GATE_SHA", sha)
+        .env("CNPE_GATE_EXPECT_BODY", body)
+        .env("CNPE_GATE_TIMEOUT", STATE_DEADLINE.as_secs().to_string())
+        .env("CNPE_GATE_RESULTS", dir.path().join("results"))
+        .env("GITHUB_OUTPUT", &outputs_file)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env_remove("CNPE_GATE_EXPECT_CONTAINS")
+        .env_remove("CNPE_GATE_EXPECT_JSON")
+        .env_remove("CNPE_GATE_PATH")
+        .env_remove("CNPE_CLUSTER")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(err)?;
+    let outputs = std::fs::read_to_string(&outputs_file).map_err(err)?;
+    let verdict_says_approved = outputs
+        .lines()
+        .find_map(|l| l.strip_prefix("verdict-json="))
+        .and_then(|path| std::fs::read(path).ok())
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|v| v["approved"] == true);
+    if run.status.code() == Some(0)
+        && outputs.lines().any(|l| l == "verdict=approved")
+        && verdict_says_approved
+    {
+        Ok(format!(
+            "the Action's step approved it in {:.1}s",
+            t.elapsed().as_secs_f64()
+        ))
+    } else {
+        Err(format!(
+            "the Action's step (ci/action/gate.sh) did not approve {sha} of {app} (exit {:?}, verdict JSON approved: {verdict_says_approved}); outputs {outputs:?}:\n{}",
+            run.status.code(),
+            String::from_utf8_lossy(&run.stderr)
+        ))
+    }
 }
 
 /// Argo Rollouts' CRDs are served here (else the trap fails, saying where they come from).
@@ -901,11 +997,18 @@ async fn trap_blue_green_not_switched(f: &mut Fixture) -> Result<String, String>
     .await?;
     let since = Instant::now();
     let plugin = futures::future::join(
-        peers::argo_rollouts_status(&ns, "bluegreen", false, TRAP_DEADLINE),
-        peers::argo_rollouts_status(&ns, "bluegreen", true, TRAP_DEADLINE),
+        peers::argo_rollouts_status(&ns, "bluegreen", false, SETTLED_DEADLINE),
+        peers::argo_rollouts_status(&ns, "bluegreen", true, SETTLED_DEADLINE),
     );
     let ((mut peers, ours), (once, watched)) = tokio::join!(
-        f.peers(&f.web, &["deploy/web"], "bluegreen", &sha, &next, since),
+        f.peers(
+            &f.web,
+            &["deploy/web"],
+            "bluegreen",
+            &sha,
+            &next,
+            Window::settled(since)
+        ),
         plugin
     );
     peers.extend([once, watched]);
@@ -931,9 +1034,10 @@ async fn trap_blue_green_not_switched(f: &mut Fixture) -> Result<String, String>
     )?;
     promote(&rollouts, "bluegreen").await?;
     let ok = f.web.approved(&sha, &next).await?;
+    let action = action_approves(&f.web.cfg.application, &sha, &next).await?;
     f.web_good = (sha, next);
     Ok(format!(
-        "{line}; promoted, ours approved in {:.1}s",
+        "{line}; promoted, ours approved in {:.1}s; {action}",
         ok.seconds
     ))
 }
@@ -1002,9 +1106,16 @@ async fn trap_analysis_failed(f: &mut Fixture) -> Result<String, String> {
     let state = format!("{failed}; Argo CD Synced at {}", &sha[..7]);
     let since = Instant::now();
     let (mut peers, ours) = f
-        .peers(&f.web, &["deploy/web"], "checked", &sha, &next, since)
+        .peers(
+            &f.web,
+            &["deploy/web"],
+            "checked",
+            &sha,
+            &next,
+            Window::settled(since),
+        )
         .await;
-    peers.push(peers::argo_rollouts_status(&ns, "checked", false, TRAP_DEADLINE).await);
+    peers.push(peers::argo_rollouts_status(&ns, "checked", false, SETTLED_DEADLINE).await);
     let line = f.judge(
         "analysis_run_failed_under_synced",
         TENANT,
@@ -1393,7 +1504,7 @@ async fn trap_route(f: &mut Fixture, trap: RouteTrap) -> Result<String, String> 
         );
         let since = Instant::now();
         let (peers, ours) = f
-            .peers(&f.web, &["deploy/web"], "web", &sha, &body, since)
+            .peers(&f.web, &["deploy/web"], "web", &sha, &body, Window::settled(since))
             .await;
         let line = f.judge(trap.name(), TENANT, &sha, state, peers, &ours, trap.reasons(), &[])?;
         let controller = controller_for_clients(&f.web.cluster.client()).await?;
@@ -1445,7 +1556,14 @@ async fn trap_stale_healthy(f: &mut Fixture) -> Result<String, String> {
     )?;
     let since = f.web.point_at(&sha).await?;
     let (peers, ours) = f
-        .peers(&f.web, &["deploy/web"], "web", &sha, &body, since)
+        .peers(
+            &f.web,
+            &["deploy/web"],
+            "web",
+            &sha,
+            &body,
+            Window::moving(since),
+        )
         .await;
     // The state really was "never serving": Argo CD ends Degraded at this SHA.
     f.web.argo_at(&sha, &["Degraded"]).await?;
@@ -1486,7 +1604,14 @@ async fn trap_rollback_to_bad_replica_set(f: &mut Fixture) -> Result<String, Str
     let bad_body = web_body(release_number(&good_body)? + 1);
     let since = f.web.point_at(&bad).await?;
     let (peers, ours) = f
-        .peers(&f.web, &["deploy/web"], "web", &bad, &bad_body, since)
+        .peers(
+            &f.web,
+            &["deploy/web"],
+            "web",
+            &bad,
+            &bad_body,
+            Window::moving(since),
+        )
         .await;
     // The state: the Deployment went back to an existing ReplicaSet (revision-history).
     let ns = f.web.cfg.namespace.clone();
@@ -1609,7 +1734,14 @@ async fn trap_statefulset_on_delete(f: &mut Fixture) -> Result<String, String> {
     );
     let since = Instant::now();
     let (peers, ours) = f
-        .peers(&f.db, &["statefulset/db"], "db", &sha, &body, since)
+        .peers(
+            &f.db,
+            &["statefulset/db"],
+            "db",
+            &sha,
+            &body,
+            Window::settled(since),
+        )
         .await;
     // `kubectl rollout status` refuses OnDelete StatefulSets: that is its answer here.
     let line = f.judge(
