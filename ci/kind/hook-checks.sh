@@ -12,7 +12,10 @@
 #      progress deadline (kubernetes#106054), Argo CD waits for health with no end, and the gate
 #      run beside it rejects naming that; the script terminates the operation, then reverts;
 #   4. gate Jobs for an Application that does not exist and for an unreachable API server fail
-#      with a one-line reason.
+#      with a one-line reason;
+#   5. an Argo Rollouts canary beside the Deployment: the hook approves both; then its next page
+#      paused at 50 %: Argo CD waits for the Rollout's health with no end and runs no hook
+#      (argo-cd#19422), the gate beside it rejects naming the pause; the script terminates it.
 # RBAC (what the hook's account may and may not do) is ci/hook-rbac.sh. Needs KUBECONFIG, the
 # lab's CNPE_GITOPS_DIR (a working copy whose origin is the bare repository Argo CD reads) and
 # cnpe.local/cnpe-gate:0.1.0 in the nodes (build.sh gate; up.sh loads it) and CNPE_LAB (default
@@ -257,4 +260,83 @@ noapi="$(kubectl -n "$NS" logs job/cnpe-gate-noapi 2>&1)"
 echo "$noapi" >&2
 [[ $(wc -l <<<"$noapi") -eq 1 && $noapi != *APPROVED* ]] || fail "not a one-line reason: $noapi"
 kubectl -n "$NS" delete job cnpe-gate-noapi >/dev/null
+
+# with_canary PAGE: release.json plus an Argo Rollouts canary: Rollout web-canary (2 replicas,
+# steps setWeight 50 and an endless pause; the Deployment's pod template serving PAGE) and its
+# Service web-canary.
+with_canary() {
+  python3 - "$1" "$BODY" "$CNPE_GITOPS_DIR/app/release.json" <<'PY'
+import copy, json, sys
+page, body, path = sys.argv[1:4]
+with open(path) as f:
+    release = json.load(f)
+items = [o for o in release["items"] if o["metadata"]["name"] != "web-canary"]
+deploy = next(o for o in items if o["kind"] == "Deployment")
+service = next(o for o in items if o["kind"] == "Service")
+ns = deploy["metadata"]["namespace"]
+template = copy.deepcopy(deploy["spec"]["template"])
+template["metadata"]["labels"] = {"app": "web-canary"}
+command = template["spec"]["containers"][0]["command"]
+if f"'{body}'" not in command[-1]:
+    sys.exit(f"the Deployment's command does not serve {body!r}: {command}")
+command[-1] = command[-1].replace(f"'{body}'", f"'{page}'")
+canary_service = copy.deepcopy(service)
+canary_service["metadata"] = {"name": "web-canary", "namespace": ns, "labels": {"app": "web-canary"}}
+canary_service["spec"]["selector"] = {"app": "web-canary"}
+rollout = {
+    "apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+    "metadata": {"name": "web-canary", "namespace": ns, "labels": {"app": "web-canary"}},
+    "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web-canary"}}, "template": template,
+             "strategy": {"canary": {"steps": [{"setWeight": 50}, {"pause": {}}]}}},
+}
+release["items"] = items + [rollout, canary_service]
+with open(path, "w") as f:
+    json.dump(release, f, indent=2)
+    f.write("\n")
+PY
+}
+
+say "5. an Argo Rollouts canary beside the Deployment, with the hook: the hook's gate approves both, the operation Succeeded"
+if [[ -z $(kubectl get crd rollouts.argoproj.io -o name 2>/dev/null) ]]; then
+  fail "Argo Rollouts' CRD is not served: ci/kind/up.sh installs it"
+fi
+kind_ok="$(kubectl -n "$ARGO_NS" get appproject "$PROJECT" -o jsonpath='{.spec.namespaceResourceWhitelist[?(@.kind=="Rollout")].group}')"
+if [[ $kind_ok != argoproj.io ]]; then
+  kubectl -n "$ARGO_NS" patch appproject "$PROJECT" --type json \
+    -p '[{"op":"add","path":"/spec/namespaceResourceWhitelist/-","value":{"group":"argoproj.io","kind":"Rollout"}}]' >/dev/null
+fi
+with_canary "$BODY"
+git_ commit -qam "hook-checks: an Argo Rollouts canary beside the Deployment, the same page"
+release
+[[ $PHASE == Succeeded && -n $HOOK ]] || fail "the release with a Rollout: operation $PHASE ($MESSAGE), hook Job ${HOOK:-none}; gate log: $JOB_LOG"
+[[ $JOB_LOG == *APPROVED* && $JOB_LOG == *"Rollout $NS/web-canary"* ]] \
+  || fail "the operation Succeeded, but the hook's log holds no approval naming Rollout $NS/web-canary: $JOB_LOG"
+grep -F "Rollout $NS/web-canary" <<<"$JOB_LOG" | head -2 >&2 || true
+
+say "5b. the canary's next page, paused at 50 %: Argo CD waits for the Rollout's health with no end (argo-cd#19422), the hook never runs; the gate beside it rejects, naming the pause"
+jobs_before="$(gate_jobs)"
+with_canary "$BODY-canary"
+git_ commit -qam "hook-checks: the canary's next page (paused at 50 %)"
+start_release
+t0=$SECONDS
+waiting=""
+until [[ $waiting == "$SHA Running waiting for healthy state of argoproj.io/Rollout/web-canary"* ]]; do
+  ((SECONDS - t0 < 120)) || fail "the sync to ${SHA:0:12} is not waiting for the Rollout's health after 120 s: ${waiting:-no operation}"
+  sleep 2
+  waiting="$(field '{.status.operationState.syncResult.revision} {.status.operationState.phase} {.status.operationState.message}')"
+done
+status=0
+verdict="$("${CNPE_LAB:-$ROOT/target/debug/cnpe-lab}" gate --app "$APP" --sha "$SHA" --expect-body "$BODY" --timeout 15 2>&1)" || status=$?
+[[ $status -eq 1 && $verdict == *REJECTED* && $verdict == *"workload_paused Rollout $NS/web-canary"* ]] \
+  || fail "the gate beside the paused canary did not reject naming the pause (exit $status): $verdict"
+grep -E 'REJECTED|^  - workload_paused' <<<"$verdict" | head -2 >&2
+[[ $(gate_jobs) == "$jobs_before" ]] || fail "a PostSync hook ran although the Rollout is paused"
+echo "Argo CD after $((SECONDS - t0)) s: $(field '{.status.operationState.phase} {.status.operationState.message}'), health $(field '{.status.health.status}'); no hook Job was created" >&2
+terminate_operation
+t1=$SECONDS
+until [[ $(field '{.status.operationState.phase}') == Failed ]]; do
+  ((SECONDS - t1 < 60)) || fail "the terminated operation did not end in 60 s: $(field '{.status.operationState.phase} {.status.operationState.message}')"
+  sleep 1
+done
+echo "terminated: $(field '{.status.operationState.message}')" >&2
 say "all hook checks passed"
