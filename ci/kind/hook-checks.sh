@@ -60,6 +60,28 @@ fail() {
 terminate_operation() {
   kubectl -n "$ARGO_NS" patch application "$APP" --type merge -p '{"status":{"operationState":{"phase":"Terminating"}}}' >/dev/null
 }
+# terminate_and_wait: terminate_operation, then wait (60 s) until the operation has ended Failed.
+terminate_and_wait() {
+  terminate_operation
+  local t1=$SECONDS
+  until [[ $(field '{.status.operationState.phase}') == Failed ]]; do
+    ((SECONDS - t1 < 60)) || fail "the terminated operation did not end in 60 s: $(field '{.status.operationState.phase} {.status.operationState.message}')"
+    sleep 1
+  done
+  echo "terminated: $(field '{.status.operationState.message}')" >&2
+}
+
+# waiting_for_health KIND_PATH WHAT: wait (120 s) until the operation of the release just started
+# (SHA) is Running, waiting for the health of KIND_PATH (group/Kind/name); sets t0.
+waiting_for_health() {
+  local waiting=""
+  t0=$SECONDS
+  until [[ $waiting == "$SHA Running waiting for healthy state of $1"* ]]; do
+    ((SECONDS - t0 < 120)) || fail "the sync to ${SHA:0:12} is not waiting for $2 after 120 s: ${waiting:-no operation}"
+    sleep 2
+    waiting="$(field '{.status.operationState.syncResult.revision} {.status.operationState.phase} {.status.operationState.message}')"
+  done
+}
 
 # start_release: push HEAD and point the Application at it with a sync operation of exactly
 # these fields, once no other operation is pending, in one compare-and-set on the
@@ -210,13 +232,7 @@ revert_succeeds "the revert of the bad release"
 say "3c. the same bad release again (its ReplicaSet exists: kubernetes#106054): Argo CD waits with no end; the gate beside it rejects, naming it"
 git_ revert --no-edit HEAD >/dev/null # the revert of the revert: the bad pod template again
 start_release
-t0=$SECONDS
-waiting=""
-until [[ $waiting == "$SHA Running waiting for healthy state of apps/Deployment/web" ]]; do
-  ((SECONDS - t0 < 120)) || fail "the sync to ${SHA:0:12} is not waiting for the Deployment's health after 120 s: ${waiting:-no operation}"
-  sleep 2
-  waiting="$(field '{.status.operationState.syncResult.revision} {.status.operationState.phase} {.status.operationState.message}')"
-done
+waiting_for_health apps/Deployment/web "the Deployment's health"
 status=0
 verdict="$("${CNPE_LAB:-$ROOT/target/debug/cnpe-lab}" gate --app "$APP" --sha "$SHA" --expect-body "$BODY" --timeout 40 2>&1)" || status=$?
 [[ $status -eq 1 && $verdict == *REJECTED* && $verdict == *106054* ]] \
@@ -226,13 +242,7 @@ waited="$(field '{.status.operationState.phase} {.status.operationState.message}
 echo "Argo CD after $((SECONDS - t0)) s: $waited, health $(field '{.status.health.status}')" >&2
 [[ $waited == "Running waiting for healthy state of apps/Deployment/web" ]] \
   || fail "Argo CD ended the sync on its own ($waited): case 3c no longer shows kubernetes#106054"
-terminate_operation
-t1=$SECONDS
-until [[ $(field '{.status.operationState.phase}') == Failed ]]; do
-  ((SECONDS - t1 < 60)) || fail "the terminated operation did not end in 60 s: $(field '{.status.operationState.phase} {.status.operationState.message}')"
-  sleep 1
-done
-echo "terminated: $(field '{.status.operationState.message}')" >&2
+terminate_and_wait
 
 say "3d. git revert of it: Succeeded, the hook passes"
 revert_succeeds "the revert of the bad release"
@@ -318,13 +328,7 @@ jobs_before="$(gate_jobs)"
 with_canary "$BODY-canary"
 git_ commit -qam "hook-checks: the canary's next page (paused at 50 %)"
 start_release
-t0=$SECONDS
-waiting=""
-until [[ $waiting == "$SHA Running waiting for healthy state of argoproj.io/Rollout/web-canary"* ]]; do
-  ((SECONDS - t0 < 120)) || fail "the sync to ${SHA:0:12} is not waiting for the Rollout's health after 120 s: ${waiting:-no operation}"
-  sleep 2
-  waiting="$(field '{.status.operationState.syncResult.revision} {.status.operationState.phase} {.status.operationState.message}')"
-done
+waiting_for_health argoproj.io/Rollout/web-canary "the Rollout's health"
 status=0
 verdict="$("${CNPE_LAB:-$ROOT/target/debug/cnpe-lab}" gate --app "$APP" --sha "$SHA" --expect-body "$BODY" --timeout 15 2>&1)" || status=$?
 [[ $status -eq 1 && $verdict == *REJECTED* && $verdict == *"workload_paused Rollout $NS/web-canary"* ]] \
@@ -332,11 +336,5 @@ verdict="$("${CNPE_LAB:-$ROOT/target/debug/cnpe-lab}" gate --app "$APP" --sha "$
 grep -E 'REJECTED|^  - workload_paused' <<<"$verdict" | head -2 >&2
 [[ $(gate_jobs) == "$jobs_before" ]] || fail "a PostSync hook ran although the Rollout is paused"
 echo "Argo CD after $((SECONDS - t0)) s: $(field '{.status.operationState.phase} {.status.operationState.message}'), health $(field '{.status.health.status}'); no hook Job was created" >&2
-terminate_operation
-t1=$SECONDS
-until [[ $(field '{.status.operationState.phase}') == Failed ]]; do
-  ((SECONDS - t1 < 60)) || fail "the terminated operation did not end in 60 s: $(field '{.status.operationState.phase} {.status.operationState.message}')"
-  sleep 1
-done
-echo "terminated: $(field '{.status.operationState.message}')" >&2
+terminate_and_wait
 say "all hook checks passed"
