@@ -1603,6 +1603,16 @@ async fn trap_rollback_to_bad_replica_set(f: &mut Fixture) -> Result<String, Str
     let (_, good_body) = f.web_good.clone();
     let bad_body = web_body(release_number(&good_body)? + 1);
     let since = f.web.point_at(&bad).await?;
+    // The state needs Argo CD's sync to the rollback, and Argo CD v3.5.2's controller now and
+    // then does not reconcile after a targetRevision change (seen in the kill trials, and here
+    // in a cold CI run on kind: no sync to the rollback within 30 s): as the lab does, the
+    // refresh is asked again when it has not compared the SHA within 5 s.
+    let refreshed = f
+        .web
+        .cluster
+        .settle_refresh(&bad, Duration::from_secs(5))
+        .await
+        .map_err(anyhow_err)?;
     let (peers, ours) = f
         .peers(
             &f.web,
@@ -1652,6 +1662,10 @@ async fn trap_rollback_to_bad_replica_set(f: &mut Fixture) -> Result<String, Str
             )
         }
     );
+    let state = match refreshed {
+        Some(note) => format!("{state}; {note}"),
+        None => state,
+    };
     let reasons: &[&str] = if rearmed {
         &["health_status"]
     } else {
