@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The gate as an Argo CD PostSync hook, for real, on the kind cluster the lab just ran on (its
 # Application at the recovered release): .ci/run's kind tier runs it after the gate traps.
-#   1. the lab's release plus the hook (deploy/hook, timeout 45 s): the hook Job succeeds and
+#   1. the lab's release plus the hook (deploy/hook, timeout 20 s): the hook Job succeeds and
 #      the sync operation Succeeded;
 #   2. the same release serving another page (Argo CD calls it Healthy): the hook fails and the
 #      operation Failed, the gate's log naming the endpoint's answer; then the revert: Succeeded;
@@ -181,8 +181,10 @@ if [[ $kind_ok != batch ]]; then
 fi
 
 say "1. the recovered release with the hook: the hook Job succeeds, the operation Succeeded"
-sed 's/^\( *\)- "120"$/\1- "45"/' deploy/hook/job.yaml >"$CNPE_GITOPS_DIR/app/hook.yaml"
-grep -F -- '- "45"' "$CNPE_GITOPS_DIR/app/hook.yaml" >/dev/null || fail "could not set the hook's --timeout 45"
+# --timeout 20, not the shipped 120: an approval comes within seconds of the Job's start, and a
+# rejection (case 2) waits the whole timeout, twice (the operation's retry limit 1).
+sed 's/^\( *\)- "120"$/\1- "20"/' deploy/hook/job.yaml >"$CNPE_GITOPS_DIR/app/hook.yaml"
+grep -F -- '- "20"' "$CNPE_GITOPS_DIR/app/hook.yaml" >/dev/null || fail "could not set the hook's --timeout 20"
 git_ add app/hook.yaml
 git_ commit -qm "hook-checks: the gate as a PostSync hook"
 release
