@@ -9,12 +9,19 @@
 #    checked by ci/check-deploy.py (read-only verbs, nothing more than the gate watches, the Job's
 #    securityContext), with the default namespaces and deploy/example-overlay's;
 #  - the crate: `cargo fmt --check` and `cargo clippy --all-targets -- -D warnings`.
+# Usage: bash ci/lint.sh [all|static|clippy]: static is everything but clippy (fast), clippy only
+# clippy (.ci/run runs it beside the hermetic tests, in its own target directory); default all.
 # Installs missing tools: shellcheck from Debian, actionlint from the Go module proxy into
 # $CNPE_TOOLS_CACHE (default /var/cache/cnpe-tools), PyYAML from Debian. Runs every check, then
 # exits non-zero if any failed, ending with one summary line.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+WHAT="${1:-all}"
+case $WHAT in
+  all | static | clippy) ;;
+  *) echo "usage: bash ci/lint.sh [all|static|clippy] (not: $WHAT)" >&2; exit 2 ;;
+esac
 
 ACTIONLINT_VERSION=v1.7.12
 TOOLS="${CNPE_TOOLS_CACHE:-/var/cache/cnpe-tools}"
@@ -30,6 +37,15 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
+# --- checks: each records its result; all run even when one fails
+passed=()
+failed=()
+record() { # NAME STATUS
+  if [[ $2 -eq 0 ]]; then passed+=("$1"); else failed+=("$1"); fi
+}
+
+# Everything but the crate's checks (its body is not indented: its here-documents end at column 0).
+static_checks() {
 # --- tools
 if ! command -v shellcheck >/dev/null; then
   say "installing shellcheck (Debian)"
@@ -59,13 +75,6 @@ if [[ -z $PYTHON ]]; then
   apt_install python3 python3-yaml
   PYTHON=/usr/bin/python3
 fi
-
-# --- checks: each records its result; all run even when one fails
-passed=()
-failed=()
-record() { # NAME STATUS
-  if [[ $2 -eq 0 ]]; then passed+=("$1"); else failed+=("$1"); fi
-}
 
 # A *.sh without a shebang is a library that bash scripts source: it is checked as bash, and
 # SC2034 ("appears unused") is left out for it alone, since its sourcers use what it assigns.
@@ -170,15 +179,21 @@ done
 grep -qE '^ +runAsUser: 65532( |$)' deploy/hook/job.yaml \
   || { echo "deploy/hook/job.yaml: the Job does not run as 65532" >&2; status=1; }
 record "image(Dockerfile = offline build)" "$status"
+}
+[[ $WHAT == clippy ]] || static_checks
 
 # --- the crate: rustfmt and clippy with warnings as errors (same toolchain as cargo test)
 if command -v cargo >/dev/null; then
-  status=0
-  cargo fmt --all --check || status=$?
-  record "rustfmt" "$status"
-  status=0
-  cargo clippy --locked --all-targets --quiet -- -D warnings || status=$?
-  record "clippy" "$status"
+  if [[ $WHAT != clippy ]]; then
+    status=0
+    cargo fmt --all --check || status=$?
+    record "rustfmt" "$status"
+  fi
+  if [[ $WHAT != static ]]; then
+    status=0
+    cargo clippy --locked --all-targets --quiet -- -D warnings || status=$?
+    record "clippy" "$status"
+  fi
 else
   say "cargo not found: rustfmt and clippy were not run, which is itself a failure"
   record "rustfmt+clippy(no cargo)" 1
