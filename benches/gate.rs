@@ -10,7 +10,12 @@
 //! container with ports, probes and resources, four conditions, a container status, and
 //! `managedFields` as kubectl/kubelet write them.
 //!
-//! Benched (criterion): `decide::decide` and `decide::endpoints` on that world. Printed after
+//! The same world shipped through Argo Rollouts: each Deployment is a fully promoted canary
+//! Rollout instead (four steps done, stable == current), its ReplicaSets owned by the Rollout
+//! and labelled `rollouts-pod-template-hash` as the Rollouts controller labels them and their
+//! pods. Same pods, slices and answers: the two decisions differ only in the workload kind.
+//!
+//! Benched (criterion): `decide::decide` on both worlds and `decide::endpoints`. Printed after
 //! the benches (not asserted): the per-call p50/p99 of 1,000 timed calls of each, and the memory
 //! of holding 1,000 Pods as k8s-openapi structs, with and without `managedFields`: bytes of
 //! their JSON (a proxy), and the live heap they hold, from a counting global allocator.
@@ -19,6 +24,7 @@ use cnpe_lab::cluster::argo::{
     Application, ApplicationSpec, ApplicationStatus, Destination, HealthStatus, Operation,
     OperationState, ResourceStatus, SyncOperation, SyncResult, SyncStatus,
 };
+use cnpe_lab::cluster::rollouts::{Rollout, POD_TEMPLATE_HASH};
 use cnpe_lab::serving::decide::{self, Request};
 use cnpe_lab::serving::expect::Expect;
 use cnpe_lab::serving::model::{EndpointKey, Objects, ProbeAnswer, Probes};
@@ -577,31 +583,108 @@ fn world() -> World {
     }
 }
 
-fn bench_gate(c: &mut Criterion) {
-    let w = world();
-    // The world is what it claims: approved, 500 endpoints.
-    let v = decide::decide(
-        &w.request,
-        &w.objects,
-        &w.probes,
+/// Deployment `d` as a fully promoted canary Rollout: every step done, stable == current.
+fn rollout(d: usize) -> Rollout {
+    let hash = format!("7f9c{d:02}b5d8");
+    let n = PODS_PER;
+    let mut r: Rollout = serde_json::from_value(serde_json::json!({
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "metadata": {},
+        "spec": {"replicas": n, "strategy": {"canary": {"steps": [
+            {"setWeight": 20}, {"pause": {"duration": "30s"}}, {"setWeight": 50}, {"pause": {}}]}}},
+        "status": {"phase": "Healthy", "observedGeneration": "2", "currentPodHash": hash,
+            "stableRS": hash, "currentStepIndex": 4, "replicas": n, "updatedReplicas": n,
+            "readyReplicas": n, "availableReplicas": n}
+    }))
+    .expect("a Rollout");
+    r.metadata = meta(
+        &format!("web-{d:02}"),
+        &[("app.kubernetes.io/instance", "shop")],
+    );
+    r.metadata.managed_fields = Some(managed_fields("Rollout"));
+    r
+}
+
+/// `labels` with Deployment's `pod-template-hash` renamed to Argo Rollouts' label.
+fn rollouts_labels(meta: &mut ObjectMeta) {
+    if let Some(labels) = meta.labels.as_mut() {
+        if let Some(hash) = labels.remove("pod-template-hash") {
+            labels.insert(POD_TEMPLATE_HASH.into(), hash);
+        }
+    }
+}
+
+/// [`world`] shipped through Argo Rollouts (see the top of this file).
+fn rollout_world() -> World {
+    let mut w = world();
+    let o = &mut w.objects;
+    o.deployments.clear();
+    o.rollouts = (0..DEPLOYMENTS).map(|d| Arc::new(rollout(d))).collect();
+    for rs in o.replica_sets.iter_mut() {
+        let rs = Arc::make_mut(rs);
+        rollouts_labels(&mut rs.metadata);
+        let owner_name = rs.metadata.owner_references.as_ref().expect("owned")[0]
+            .name
+            .clone();
+        let mut by = owner("Rollout", &owner_name);
+        by.api_version = "argoproj.io/v1alpha1".into();
+        rs.metadata.owner_references = Some(vec![by]);
+        if let Some(a) = rs.metadata.annotations.as_mut() {
+            let revision = a.remove("deployment.kubernetes.io/revision");
+            a.retain(|k, _| !k.starts_with("deployment.kubernetes.io/"));
+            a.extend(revision.map(|r| ("rollout.argoproj.io/revision".to_string(), r)));
+        }
+    }
+    for pod in o.pods.iter_mut() {
+        rollouts_labels(&mut Arc::make_mut(pod).metadata);
+    }
+    let mut app = (**o.application.as_ref().expect("the Application")).clone();
+    for r in app
+        .status
+        .as_mut()
+        .and_then(|s| s.resources.as_mut())
+        .expect("resources")
+    {
+        if r.kind.as_deref() == Some("Deployment") {
+            r.group = Some("argoproj.io".into());
+            r.version = Some("v1alpha1".into());
+            r.kind = Some("Rollout".into());
+        }
+    }
+    o.application = Some(Arc::new(app));
+    w
+}
+
+fn decide_on(w: &World) -> cnpe_lab::serving::verdict::Verdict {
+    decide::decide(
+        black_box(&w.request),
+        black_box(&w.objects),
+        black_box(&w.probes),
         w.now,
         &LieWindow::default(),
-    );
-    assert_eq!(v.decision, Decision::Approved, "{:#?}", v.unmet);
-    assert_eq!(v.endpoints.len(), DEPLOYMENTS * PODS_PER);
+    )
+}
+
+fn bench_gate(c: &mut Criterion) {
+    let w = world();
+    let r = rollout_world();
+    // Each world is what it claims: approved, 500 endpoints, owned by its workload kind.
+    for (world, kind) in [(&w, "Deployment"), (&r, "Rollout")] {
+        let v = decide_on(world);
+        assert_eq!(v.decision, Decision::Approved, "{kind}: {:#?}", v.unmet);
+        assert_eq!(v.endpoints.len(), DEPLOYMENTS * PODS_PER);
+        for e in &v.endpoints {
+            let owner = e.owner.as_deref().unwrap_or("none");
+            assert!(owner.starts_with(&format!("{kind} {NS}/web-")), "{owner}");
+        }
+    }
     assert_eq!(decide::endpoints(&w.objects).len(), DEPLOYMENTS * PODS_PER);
 
     let mut g = c.benchmark_group("gate");
     g.bench_function("decide/50-deployments-500-endpoints", |b| {
-        b.iter(|| {
-            decide::decide(
-                black_box(&w.request),
-                black_box(&w.objects),
-                black_box(&w.probes),
-                w.now,
-                &LieWindow::default(),
-            )
-        })
+        b.iter(|| decide_on(&w))
+    });
+    g.bench_function("decide/50-rollouts-500-endpoints", |b| {
+        b.iter(|| decide_on(&r))
     });
     g.bench_function("endpoints/50-services-500-endpoints", |b| {
         b.iter(|| decide::endpoints(black_box(&w.objects)))
@@ -625,25 +708,17 @@ fn percentiles(n: usize, mut f: impl FnMut()) -> (Duration, Duration, Duration) 
 fn per_call() {
     let w = world();
     let n = 1000;
-    for _ in 0..50 {
-        black_box(decide::decide(
-            &w.request,
-            &w.objects,
-            &w.probes,
-            w.now,
-            &LieWindow::default(),
-        ));
+    for (world, label) in [(&w, "Deployments"), (&rollout_world(), "Rollouts   ")] {
+        for _ in 0..50 {
+            black_box(decide_on(world));
+        }
+        let (p50, p99, max) = percentiles(n, || {
+            black_box(decide_on(world));
+        });
+        println!(
+            "per call, {n} timed calls: decide, 50 {label} p50 {p50:?}  p99 {p99:?}  max {max:?}"
+        );
     }
-    let (p50, p99, max) = percentiles(n, || {
-        black_box(decide::decide(
-            black_box(&w.request),
-            black_box(&w.objects),
-            black_box(&w.probes),
-            w.now,
-            &LieWindow::default(),
-        ));
-    });
-    println!("per call, {n} timed calls: decide    p50 {p50:?}  p99 {p99:?}  max {max:?}");
     let (p50, p99, max) = percentiles(n, || {
         black_box(decide::endpoints(black_box(&w.objects)));
     });
