@@ -8,7 +8,6 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet}
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
-use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -55,17 +54,8 @@ pub struct Endpoint {
     pub terminating: bool,
 }
 
-/// One probe answer for one endpoint.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ProbeAnswer {
-    pub at: Timestamp,
-    pub code: Option<u16>,
-    /// The body (lossily decoded when it is not UTF-8; then it can never equal an expected body
-    /// that differs in bytes). The shell bounds its size.
-    pub body: Option<String>,
-    /// A transport error, when there was no answer.
-    pub error: Option<String>,
-}
+/// One probe answer for one endpoint (the one answer type of every probe).
+pub use crate::cluster::probe::ProbeAnswer;
 
 /// The latest answer of each endpoint, as the shell last probed it.
 pub type Probes = BTreeMap<EndpointKey, ProbeAnswer>;

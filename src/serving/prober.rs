@@ -3,18 +3,15 @@
 //! `concurrency` requests in flight and each endpoint at most once per interval. An answer is
 //! evidence, never an error: a refused connection or a 503 is what the endpoint said.
 
+use crate::cluster::probe::{answer, read_bounded, through_api};
 use crate::serving::model::{EndpointKey, ProbeAnswer};
-use k8s_openapi::jiff::Timestamp;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Semaphore};
 
-/// How long one probe may take before it counts as a transport error.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
-/// The most of a body that is kept (an expected body is small; a huge page is not read whole).
-pub const MAX_BODY: usize = 1 << 20;
+pub use crate::cluster::probe::PROBE_TIMEOUT;
 
 /// How endpoints are reached (closed set).
 #[derive(Clone)]
@@ -151,7 +148,7 @@ impl Prober {
 
 /// One GET of one endpoint, bounded by [`PROBE_TIMEOUT`]; never fails.
 pub async fn probe(via: &Via, key: &EndpointKey, path: &str) -> ProbeAnswer {
-    answer_of(tokio::time::timeout(PROBE_TIMEOUT, get(via, key, path)).await)
+    answer(get(via, key, path)).await
 }
 
 /// The URL of a direct probe (the URL type builds it: IPv6 brackets, path encoding).
@@ -190,56 +187,7 @@ pub fn proxy_path(key: &EndpointKey, path: &str) -> anyhow::Result<String> {
 async fn get(via: &Via, key: &EndpointKey, path: &str) -> anyhow::Result<(u16, String)> {
     match via {
         Via::Direct(client) => read_bounded(client.get(direct_url(key, path)?).send().await?).await,
-        Via::PodProxy(client) => {
-            let req =
-                http::Request::get(proxy_path(key, path)?).body(kube::client::Body::empty())?;
-            let resp = client.send(req).await?;
-            let code = resp.status().as_u16();
-            let bytes = resp.into_body().collect_bytes().await?;
-            let keep = &bytes[..bytes.len().min(MAX_BODY)];
-            Ok((code, String::from_utf8_lossy(keep).into_owned()))
-        }
-    }
-}
-
-/// The status and at most [`MAX_BODY`] of the body (lossily decoded).
-pub(crate) async fn read_bounded(mut resp: reqwest::Response) -> anyhow::Result<(u16, String)> {
-    let code = resp.status().as_u16();
-    let mut body = Vec::new();
-    while let Some(chunk) = resp.chunk().await? {
-        let room = MAX_BODY.saturating_sub(body.len());
-        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if room <= chunk.len() {
-            break;
-        }
-    }
-    Ok((code, String::from_utf8_lossy(&body).into_owned()))
-}
-
-/// An answer, a transport error or a timeout, as evidence (never an error).
-pub(crate) fn answer_of(
-    result: Result<anyhow::Result<(u16, String)>, tokio::time::error::Elapsed>,
-) -> ProbeAnswer {
-    let at = Timestamp::now();
-    match result {
-        Ok(Ok((code, body))) => ProbeAnswer {
-            at,
-            code: Some(code),
-            body: Some(body),
-            error: None,
-        },
-        Ok(Err(e)) => ProbeAnswer {
-            at,
-            code: None,
-            body: None,
-            error: Some(format!("{e:#}")),
-        },
-        Err(_) => ProbeAnswer {
-            at,
-            code: None,
-            body: None,
-            error: Some(format!("no answer within {PROBE_TIMEOUT:?}")),
-        },
+        Via::PodProxy(client) => through_api(client, &proxy_path(key, path)?).await,
     }
 }
 

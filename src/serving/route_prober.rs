@@ -3,8 +3,8 @@
 //! Host header), `tries` times per round and one round per interval at most. Answers are
 //! evidence, never errors.
 
+use crate::cluster::probe::{answer, read_bounded};
 use crate::serving::model::ProbeAnswer;
-use crate::serving::prober::{answer_of, read_bounded, PROBE_TIMEOUT};
 use crate::serving::via_route::ClientRequest;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -106,8 +106,7 @@ impl RouteProber {
                     if let Some(host) = &request.host {
                         get = get.header(reqwest::header::HOST, host.as_str());
                     }
-                    let once = async { read_bounded(get.send().await?).await };
-                    answers.push(answer_of(tokio::time::timeout(PROBE_TIMEOUT, once).await));
+                    answers.push(answer(async { read_bounded(get.send().await?).await }).await);
                 }
                 in_flight.lock().unwrap().remove(&request);
                 let _ = tx.send(RouteRound {
