@@ -9,7 +9,7 @@ use cnpe_lab::observe::evidence::{
     derive, ready_endpoints, Evidence, HttpOutcome, LiveState, Subject,
 };
 use cnpe_lab::observe::explain;
-use cnpe_lab::observe::predicates::{self, Target};
+use cnpe_lab::observe::predicates::{self, Field, Target};
 use cnpe_lab::release_gate as gate;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Pod};
@@ -239,7 +239,7 @@ fn stuck_before_the_deadline_is_not_yet_failed() {
     assert_eq!((ev.ready, ev.available, ev.ready_endpoints), (0, 0, 0));
     let unmet: Vec<&str> = predicates::failed(&ev, SHA)
         .iter()
-        .map(|u| u.what)
+        .map(|u| u.what.as_str())
         .collect();
     assert_eq!(
         unmet,
@@ -374,7 +374,7 @@ fn application_without_status() {
     );
     let unmet: Vec<&str> = predicates::healthy(&ev, SHA, BODY)
         .iter()
-        .map(|u| u.what)
+        .map(|u| u.what.as_str())
         .collect();
     assert_eq!(
         unmet,
@@ -426,7 +426,7 @@ fn stale_revision_never_counts_as_healthy() {
     let ev = derive(&subject(), &live, &ok_http(), at());
     let unmet = predicates::healthy(&ev, SHA, BODY);
     assert_eq!(
-        unmet.iter().map(|u| u.what).collect::<Vec<_>>(),
+        unmet.iter().map(|u| u.what.as_str()).collect::<Vec<_>>(),
         ["observed_revision", "operation_revision"]
     );
     assert!(
@@ -629,7 +629,7 @@ fn explanation_tells_a_lagging_endpoint_controller_from_a_lagging_watch() {
     };
     let ev = derive(&subject(), &live, &unavailable_http(), at());
     let unmet = predicates::healthy(&ev, SHA, BODY);
-    assert!(unmet.iter().any(|u| u.what == "ready_endpoints"));
+    assert!(unmet.iter().any(|u| u.what == Field::ReadyEndpoints));
     let cx = |listed: Option<i64>| explain::Context {
         pods: vec![ready_pod("web-757cc8677d-d4p5t")],
         listed_ready_endpoints: listed,
@@ -707,7 +707,7 @@ fn explanation_names_a_deployment_controller_that_has_not_caught_up() {
     };
     let ev = derive(&subject(), &live, &ok_http(), at());
     let unmet = predicates::healthy(&ev, SHA, BODY);
-    assert!(unmet.iter().any(|u| u.what == "observed_generation"));
+    assert!(unmet.iter().any(|u| u.what == Field::ObservedGeneration));
     let causes = explain::likely_causes(Target::Healthy, &unmet, &ev, &explain::Context::default());
     let lag = causes
         .iter()

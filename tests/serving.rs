@@ -1850,3 +1850,227 @@ fn argo_says_uses_the_decisions_revision_rule() {
     app.status.as_mut().unwrap().health.as_mut().unwrap().status = Some("Degraded".into());
     assert_eq!(argo_says(Some(&app), SHA), (true, false));
 }
+
+// ---- the lab's waits against the gate's decision, on the same objects
+//
+// The lab's "healthy at SHA" wait decides on its evidence (lab.md's table), the gate on the
+// objects themselves. Every evidence field names the gate condition that decides the same fact
+// (`Field::condition`); these hold the two against each other: on the lab's own world (one
+// replica, targetRevision pinned), whatever the lab still waits for, the gate names too, and
+// the lab's healthy is the gate's approval.
+
+use cnpe_lab::observe::evidence::{derive, Evidence, HttpOutcome, LiveState, Subject};
+use cnpe_lab::observe::predicates::{self as lab_wait, Field};
+
+/// lab.md's release: Deployment web at one replica behind Service web, the Application's
+/// targetRevision pinned to the SHA, the one endpoint answering the page.
+fn lab_world() -> World {
+    let mut w = serving();
+    *w.deployment() = deployment("web", 1, 1, 1, 1, 1);
+    w.pods.truncate(1);
+    w.slices = vec![slice(
+        "web-abcde",
+        "web",
+        &[(Some(8080), None)],
+        &[("10.0.0.1", Some("web-new-a"), Some(true), None, None)],
+    )];
+    w.probes
+        .retain(|k, _| k.pod.as_deref() == Some("web-new-a"));
+    w.app.as_mut().unwrap().spec.source.target_revision = Some(SHA.into());
+    w
+}
+
+/// The lab's evidence of the same objects: its Service answers what its one endpoint answers.
+fn lab_evidence(w: &World) -> Evidence {
+    let live = LiveState {
+        application: w.app.clone(),
+        deployment: w.deployments.first().cloned(),
+        slices: w.slices.clone(),
+    };
+    let answer = w.probes.values().next().cloned().unwrap_or(ProbeAnswer {
+        at: t(20),
+        code: None,
+        body: None,
+        error: Some("connection refused".into()),
+    });
+    let subject = Subject {
+        application: "shop".into(),
+        namespace: NS.into(),
+        deployment: "web".into(),
+    };
+    let http = HttpOutcome::of("http://web.shop/".into(), answer);
+    derive(&subject, &live, &http, chrono::Utc::now())
+}
+
+/// One thing wrong with the lab's release, as the controllers would write it.
+type Wrong = fn(&mut World);
+
+const WRONGS: [(&str, Wrong); 9] = [
+    ("health progressing", |w| {
+        w.status().health.as_mut().unwrap().status = Some("Progressing".into())
+    }),
+    ("out of sync", |w| {
+        w.status().sync.as_mut().unwrap().status = Some("OutOfSync".into())
+    }),
+    ("synced the old revision", |w| {
+        w.status().sync.as_mut().unwrap().revision = Some(OLD_SHA.into())
+    }),
+    ("operation running", |w| {
+        w.status().operation_state.as_mut().unwrap().phase = Some("Running".into())
+    }),
+    ("operation of the old revision", |w| {
+        let op = w.status().operation_state.as_mut().unwrap();
+        op.sync_result.as_mut().unwrap().revision = Some(OLD_SHA.into());
+        op.operation = Some(Operation {
+            sync: Some(SyncOperation {
+                revision: Some(OLD_SHA.into()),
+            }),
+        });
+    }),
+    ("controller behind the spec", |w| {
+        w.deployment().status.as_mut().unwrap().observed_generation = Some(1)
+    }),
+    ("nothing ready", |w| {
+        *w.deployment() = deployment("web", 1, 1, 0, 0, 1);
+        w.pods[0] = rs_pod("web-new-a", "web", "new", false);
+        w.slices[0] = slice(
+            "web-abcde",
+            "web",
+            &[(Some(8080), None)],
+            &[("10.0.0.1", Some("web-new-a"), Some(false), None, None)],
+        );
+    }),
+    ("answers 503", |w| {
+        for a in w.probes.values_mut() {
+            *a = answer(20, 503, "Service Unavailable");
+        }
+    }),
+    ("answers the old page", |w| {
+        for a in w.probes.values_mut() {
+            *a = answer(20, 200, OLD_BODY);
+        }
+    }),
+];
+
+/// The gate conditions the lab's unmet fields name, and the fields the gate has no word for.
+fn lab_unmet_as_gate_conditions(w: &World) -> (Vec<Condition>, Vec<Field>) {
+    let ev = lab_evidence(w);
+    let unmet = lab_wait::healthy(&ev, SHA, BODY);
+    let mut conditions: Vec<Condition> = unmet.iter().filter_map(|u| u.what.condition()).collect();
+    conditions.dedup();
+    let unmapped = unmet
+        .iter()
+        .map(|u| u.what)
+        .filter(|f| f.condition().is_none())
+        .collect();
+    (conditions, unmapped)
+}
+
+/// Whether the gate's unmet conditions name `lab`'s. With no endpoint ready the gate has no
+/// answer to judge and says so (`AtLeastOneEndpoint`), where the lab's GET of the Service gets
+/// the error or 503 that follows from it.
+fn gate_names(gate: &[Condition], lab: Condition) -> bool {
+    gate.contains(&lab)
+        || (lab == Condition::EndpointAnswers && gate.contains(&Condition::AtLeastOneEndpoint))
+}
+
+#[test]
+fn the_labs_healthy_release_is_the_gates_approved_release() {
+    let w = lab_world();
+    let unmet = lab_wait::healthy(&lab_evidence(&w), SHA, BODY);
+    assert!(unmet.is_empty(), "the lab still waits for {unmet:?}");
+    let v = w.decide();
+    assert_eq!(v.decision, Decision::Approved, "{}", v.render_text());
+}
+
+#[rstest]
+#[case::health_progressing(0, &[Condition::HealthStatus])]
+#[case::out_of_sync(1, &[Condition::SyncStatus])]
+#[case::synced_the_old_revision(2, &[Condition::SyncRevision])]
+#[case::operation_running(3, &[Condition::OperationPhase])]
+#[case::operation_of_the_old_revision(4, &[Condition::OperationRevision])]
+#[case::controller_behind_the_spec(5, &[Condition::WorkloadGeneration])]
+#[case::nothing_ready(6, &[Condition::WorkloadReplicas, Condition::AtLeastOneEndpoint])]
+#[case::answers_503(7, &[Condition::EndpointAnswers])]
+#[case::answers_the_old_page(8, &[Condition::EndpointAnswers])]
+fn what_the_lab_waits_for_the_gate_names(#[case] wrong: usize, #[case] want: &[Condition]) {
+    let mut w = lab_world();
+    (WRONGS[wrong].1)(&mut w);
+    let (lab, unmapped) = lab_unmet_as_gate_conditions(&w);
+    assert_eq!(lab, want, "{}: the lab's unmet fields", WRONGS[wrong].0);
+    assert!(unmapped.is_empty(), "{unmapped:?}");
+    let v = w.decide();
+    assert_ne!(v.decision, Decision::Approved, "{}", v.render_text());
+    for c in want {
+        assert!(
+            gate_names(&conditions(&v), *c),
+            "{}: the gate does not name {c:?}: {:?}",
+            WRONGS[wrong].0,
+            conditions(&v)
+        );
+    }
+}
+
+/// The lab's failed wait (lab.md's Synced outage) is the gate's final rejection on health.
+#[test]
+fn the_labs_synced_outage_is_the_gates_rejection() {
+    let mut w = lab_world();
+    (WRONGS[6].1)(&mut w);
+    (WRONGS[7].1)(&mut w);
+    w.status().health.as_mut().unwrap().status = Some("Degraded".into());
+    w.deployment().status.as_mut().unwrap().conditions = Some(vec![DeploymentCondition {
+        type_: "Progressing".into(),
+        status: "False".into(),
+        reason: Some("ProgressDeadlineExceeded".into()),
+        ..Default::default()
+    }]);
+    let unmet = lab_wait::failed(&lab_evidence(&w), SHA);
+    assert!(
+        unmet.is_empty(),
+        "the lab's failed wait still waits for {unmet:?}"
+    );
+    let v = w.decide();
+    assert_eq!(v.decision, Decision::Rejected, "{}", v.render_text());
+    assert!(conditions(&v).contains(&Condition::HealthStatus));
+}
+
+#[test]
+fn every_lab_field_but_two_names_a_gate_condition() {
+    let unmapped: Vec<Field> = Field::ALL
+        .into_iter()
+        .filter(|f| f.condition().is_none())
+        .collect();
+    assert_eq!(
+        unmapped,
+        [Field::TargetRevision, Field::ProgressDeadlineExceeded]
+    );
+    for f in Field::ALL {
+        assert_eq!(
+            serde_json::to_value(f).unwrap(),
+            serde_json::Value::String(f.as_str().into()),
+            "the timeline's flip names stay lab.md's field names"
+        );
+    }
+}
+
+proptest! {
+    /// Any combination of wrongs: every gate condition the lab's unmet fields name is among
+    /// the gate's unmet, and the lab waits on exactly when the gate does not approve.
+    #[test]
+    fn the_lab_never_waits_on_what_the_gate_would_approve(mask in 0u16..(1 << WRONGS.len())) {
+        let mut w = lab_world();
+        for (i, (_, wrong)) in WRONGS.iter().enumerate() {
+            if mask & (1 << i) != 0 {
+                wrong(&mut w);
+            }
+        }
+        let (lab, unmapped) = lab_unmet_as_gate_conditions(&w);
+        prop_assert!(unmapped.is_empty());
+        let v = w.decide();
+        let gate = conditions(&v);
+        for c in &lab {
+            prop_assert!(gate_names(&gate, *c), "lab {:?}, gate {:?}", lab, gate);
+        }
+        prop_assert_eq!(lab.is_empty(), v.decision == Decision::Approved, "lab {:?}, gate {:?}", lab, gate);
+    }
+}

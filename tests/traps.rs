@@ -20,7 +20,7 @@ use cnpe_lab::lock::LabLock;
 use cnpe_lab::observe::evidence::Evidence;
 use cnpe_lab::observe::observer;
 use cnpe_lab::observe::observer::WaitError;
-use cnpe_lab::observe::predicates::Target;
+use cnpe_lab::observe::predicates::{Field, Target};
 use cnpe_lab::records;
 use cnpe_lab::report::{Echo, Outcome, Reporter, Suite, TrialResult};
 use libtest_mimic::{Completion, Failed, Trial};
@@ -195,7 +195,7 @@ async fn trap_stale_healthy_and_reused_replica_set(f: &mut Fixture) -> Result<St
     };
     if !unmet
         .iter()
-        .any(|u| u.what == "ready_endpoints" && u.found == "0")
+        .any(|u| u.what == Field::ReadyEndpoints && u.found == "0")
     {
         return Err(format!(
             "trap not reached: the wait's unmet conditions do not show 0 ready endpoints: {unmet:?}"

@@ -4,7 +4,7 @@
 use crate::cluster::argo::Application;
 use crate::cluster::event_time;
 use crate::observe::evidence::Evidence;
-use crate::observe::predicates::{Target, Unmet};
+use crate::observe::predicates::{Field, Target, Unmet};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Event, Pod, PodCondition};
 
@@ -50,7 +50,7 @@ fn current_replica_set<'a>(
 /// going on and why the evidence looks the way it does.
 pub fn likely_causes(target: Target, unmet: &[Unmet], ev: &Evidence, cx: &Context) -> Vec<String> {
     let mut causes = Vec::new();
-    let unmet_names: Vec<&str> = unmet.iter().map(|u| u.what).collect();
+    let unmet_names: Vec<Field> = unmet.iter().map(|u| u.what).collect();
     let explainers: [Explainer; 4] = [
         nothing_ready,
         revision_not_applied,
@@ -64,13 +64,13 @@ pub fn likely_causes(target: Target, unmet: &[Unmet], ev: &Evidence, cx: &Contex
 }
 
 /// Adds the causes it recognises in the evidence to `causes`.
-type Explainer = fn(&mut Vec<String>, Target, &[&str], &Evidence, &Context);
+type Explainer = fn(&mut Vec<String>, Target, &[Field], &Evidence, &Context);
 
 /// Nothing ready: a rollback to a reused ReplicaSet (no deadline signal), or not yet.
 fn nothing_ready(
     causes: &mut Vec<String>,
     target: Target,
-    _unmet_names: &[&str],
+    _unmet_names: &[Field],
     ev: &Evidence,
     cx: &Context,
 ) {
@@ -115,14 +115,14 @@ fn nothing_ready(
 fn revision_not_applied(
     causes: &mut Vec<String>,
     target: Target,
-    unmet_names: &[&str],
+    unmet_names: &[Field],
     ev: &Evidence,
     _cx: &Context,
 ) {
     if unmet_names.iter().any(|w| {
         matches!(
             *w,
-            "observed_revision" | "operation_revision" | "operation_phase"
+            Field::ObservedRevision | Field::OperationRevision | Field::OperationPhase
         )
     }) {
         let op = ev.operation_phase.as_deref().unwrap_or("none");
@@ -142,7 +142,7 @@ fn revision_not_applied(
             ));
         }
     }
-    if target == Target::Healthy && unmet_names == ["http_body"] {
+    if target == Target::Healthy && unmet_names == [Field::HttpBody] {
         causes.push(format!(
             "Kubernetes and Argo CD say everything is fine, but the page is {:?}, not the expected body: the release \
              serves the wrong content",
@@ -155,7 +155,7 @@ fn revision_not_applied(
 fn comparison_errors(
     causes: &mut Vec<String>,
     _target: Target,
-    _unmet_names: &[&str],
+    _unmet_names: &[Field],
     ev: &Evidence,
     cx: &Context,
 ) {
@@ -199,12 +199,12 @@ fn comparison_errors(
 fn controllers_behind(
     causes: &mut Vec<String>,
     target: Target,
-    unmet_names: &[&str],
+    unmet_names: &[Field],
     ev: &Evidence,
     cx: &Context,
 ) {
     // Argo CD applied the spec but the Deployment controller has not looked at it yet.
-    if unmet_names.contains(&"observed_generation")
+    if unmet_names.contains(&Field::ObservedGeneration)
         && ev.operation_phase.as_deref() == Some("Succeeded")
     {
         causes.push(format!(

@@ -9,7 +9,7 @@ use crate::cluster::Cluster;
 use crate::config::Config;
 use crate::observe::evidence::{self, Evidence, HttpOutcome, Subject};
 use crate::observe::explain;
-use crate::observe::predicates::{self, Target, Unmet};
+use crate::observe::predicates::{self, Field, Target, Unmet};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -39,7 +39,7 @@ impl Progress {
 /// One condition changing its live value during a wait ("health Progressing -> Degraded").
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Flip {
-    pub what: &'static str,
+    pub what: Field,
     pub from: String,
     pub to: String,
     /// Seconds since the wait started.
@@ -155,7 +155,7 @@ fn not_probed(url: String) -> HttpOutcome {
 }
 
 fn is_http(u: &Unmet) -> bool {
-    u.what.starts_with("http_")
+    u.what.is_http()
 }
 
 /// Waits on `live` until `spec.target` holds. `on_observation` sees every evaluated evidence
@@ -213,7 +213,7 @@ struct Watching {
     last_probe: Option<(Instant, HttpOutcome)>,
     /// Since when the Kubernetes part of the goal holds.
     kube_met_at: Option<Instant>,
-    found: BTreeMap<&'static str, String>,
+    found: BTreeMap<Field, String>,
     flips: Vec<Flip>,
     zero_endpoints_since: Option<Instant>,
 }
@@ -332,7 +332,7 @@ impl Watching {
 /// The terminal's one updating line: what is still unmet.
 fn show_unmet(spec: &WaitSpec<'_>, start: Instant, unmet: &[Unmet]) {
     if spec.progress == Progress::Terminal {
-        let names: Vec<&str> = unmet.iter().map(|u| u.what).collect();
+        let names: Vec<&str> = unmet.iter().map(|u| u.what.as_str()).collect();
         eprint!(
             "\r\x1b[2Kwait {} {:>5.1}s: unmet {}",
             spec.target.name(),
@@ -344,26 +344,26 @@ fn show_unmet(spec: &WaitSpec<'_>, start: Instant, unmet: &[Unmet]) {
 }
 
 fn track_flips(
-    found: &mut BTreeMap<&'static str, String>,
+    found: &mut BTreeMap<Field, String>,
     flips: &mut Vec<Flip>,
     unmet: &[Unmet],
     ev: &Evidence,
     start: Instant,
     spec: &WaitSpec<'_>,
 ) {
-    let now: BTreeMap<&'static str, String> = predicates::tracked_values(ev).into_iter().collect();
+    let now: BTreeMap<Field, String> = predicates::tracked_values(ev).into_iter().collect();
     let at_seconds = start.elapsed().as_secs_f64();
     for (what, value) in &now {
         match found.get(what) {
             Some(old) if old != value => {
                 let f = Flip {
-                    what,
+                    what: *what,
                     from: old.clone(),
                     to: value.clone(),
                     at_seconds,
                 };
                 if spec.progress == Progress::Lines {
-                    let still: Vec<&str> = unmet.iter().map(|u| u.what).collect();
+                    let still: Vec<&str> = unmet.iter().map(|u| u.what.as_str()).collect();
                     eprintln!(
                         "wait {}: {f}; unmet: {}",
                         spec.target.name(),
