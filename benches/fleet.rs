@@ -23,12 +23,12 @@
 //! timed with `Instant`, events per second of 100,000 routings in one timed loop, and the
 //! index's memory per Application from a counting global allocator.
 
-use cnpe_lab::cluster::argo::{
-    Application, ApplicationSpec, ApplicationStatus, Destination, HealthStatus, OperationState,
-    ResourceStatus, Source, SyncPolicy, SyncResult, SyncStatus,
-};
+#[path = "../tests/support/typed.rs"]
+mod typed;
+
+use cnpe_lab::cluster::argo::{Application, ApplicationSpec, Destination, Source, SyncPolicy};
+use cnpe_lab::cluster::kind::Kind;
 use cnpe_lab::serving::index::{AppKey, FleetIndex};
-use cnpe_lab::serving::watch::Kind;
 use criterion::{criterion_group, BatchSize, BenchmarkId, Criterion, Throughput};
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStatus, ReplicaSet, ReplicaSetSpec, ReplicaSetStatus,
@@ -37,9 +37,7 @@ use k8s_openapi::api::core::v1::{
     Container, ContainerPort, ContainerState, ContainerStateRunning, ContainerStatus,
     ObjectReference, Pod, PodCondition, PodIP, PodSpec, PodStatus, PodTemplateSpec,
 };
-use k8s_openapi::api::discovery::v1::{
-    Endpoint as SliceEndpoint, EndpointConditions, EndpointPort, EndpointSlice,
-};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, ObjectMeta, OwnerReference, Time,
 };
@@ -180,18 +178,8 @@ fn meta(i: usize, object: &str, labels: &[(&str, &str)]) -> ObjectMeta {
 fn application(i: usize) -> Application {
     let ns = name(i);
     let resources = [("apps", "Deployment"), ("", "Service")]
-        .into_iter()
-        .map(|(group, kind)| ResourceStatus {
-            group: Some(group.into()),
-            version: Some("v1".into()),
-            kind: Some(kind.into()),
-            namespace: Some(ns.clone()),
-            name: Some(WEB.into()),
-            status: Some("Synced".into()),
-            hook: None,
-            health: None,
-        })
-        .collect();
+        .map(|(group, kind)| typed::managed(group, kind, &ns, WEB))
+        .into();
     Application {
         api_version: "argoproj.io/v1alpha1".into(),
         kind: "Application".into(),
@@ -219,31 +207,7 @@ fn application(i: usize) -> Application {
             },
             sync_policy: Some(SyncPolicy::default()),
         },
-        status: Some(ApplicationStatus {
-            sync: Some(SyncStatus {
-                status: Some("Synced".into()),
-                revision: Some(SHA.into()),
-                revisions: None,
-            }),
-            health: Some(HealthStatus {
-                status: Some("Healthy".into()),
-                message: None,
-            }),
-            operation_state: Some(OperationState {
-                phase: Some("Succeeded".into()),
-                message: Some("successfully synced (all tasks run)".into()),
-                started_at: Some(t(1).to_string()),
-                finished_at: Some(t(5).to_string()),
-                sync_result: Some(SyncResult {
-                    revision: Some(SHA.into()),
-                    revisions: None,
-                }),
-                operation: None,
-            }),
-            conditions: None,
-            reconciled_at: Some(t(10).to_string()),
-            resources: Some(resources),
-        }),
+        status: Some(typed::synced_status(SHA, t(0), resources)),
     }
 }
 
@@ -396,45 +360,29 @@ fn pod(i: usize, p: usize) -> Pod {
 }
 
 fn endpoint_slice(i: usize) -> EndpointSlice {
-    EndpointSlice {
-        address_type: "IPv4".into(),
-        metadata: meta(
-            i,
-            &format!("{WEB}-{}", &hash(i + 1_000_003)[..5]),
-            &[
-                ("kubernetes.io/service-name", WEB),
-                (
-                    "endpointslice.kubernetes.io/managed-by",
-                    "endpointslice-controller.k8s.io",
-                ),
-            ],
-        ),
-        ports: Some(vec![EndpointPort {
-            name: Some("http".into()),
-            port: Some(8080),
-            protocol: Some("TCP".into()),
-            ..Default::default()
-        }]),
-        endpoints: Some(
-            (0..PODS_PER)
-                .map(|p| SliceEndpoint {
-                    addresses: vec![ip(i, p)],
-                    conditions: Some(EndpointConditions {
-                        ready: Some(true),
-                        serving: Some(true),
-                        terminating: Some(false),
-                    }),
-                    target_ref: Some(ObjectReference {
-                        kind: Some("Pod".into()),
-                        name: Some(pod_name(i, p)),
-                        namespace: Some(name(i)),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                })
-                .collect(),
-        ),
-    }
+    let metadata = meta(
+        i,
+        &format!("{WEB}-{}", &hash(i + 1_000_003)[..5]),
+        &[
+            ("kubernetes.io/service-name", WEB),
+            (
+                "endpointslice.kubernetes.io/managed-by",
+                "endpointslice-controller.k8s.io",
+            ),
+        ],
+    );
+    let endpoints = (0..PODS_PER)
+        .map(|p| {
+            let target = ObjectReference {
+                kind: Some("Pod".into()),
+                name: Some(pod_name(i, p)),
+                namespace: Some(name(i)),
+                ..Default::default()
+            };
+            typed::ready_endpoint(ip(i, p), target, None)
+        })
+        .collect();
+    typed::http_slice(metadata, endpoints)
 }
 
 fn build(apps: &[Application]) -> FleetIndex {

@@ -20,10 +20,10 @@
 //! of holding 1,000 Pods as k8s-openapi structs, with and without `managedFields`: bytes of
 //! their JSON (a proxy), and the live heap they hold, from a counting global allocator.
 
-use cnpe_lab::cluster::argo::{
-    Application, ApplicationSpec, ApplicationStatus, Destination, HealthStatus, Operation,
-    OperationState, ResourceStatus, SyncOperation, SyncResult, SyncStatus,
-};
+#[path = "../tests/support/typed.rs"]
+mod typed;
+
+use cnpe_lab::cluster::argo::{Application, ApplicationSpec, Destination};
 use cnpe_lab::cluster::rollouts::{Rollout, POD_TEMPLATE_HASH};
 use cnpe_lab::serving::decide::{self, Request};
 use cnpe_lab::serving::expect::Expect;
@@ -39,9 +39,7 @@ use k8s_openapi::api::core::v1::{
     HTTPGetAction, ObjectReference, Pod, PodCondition, PodIP, PodSpec, PodStatus, PodTemplateSpec,
     Probe, ResourceRequirements,
 };
-use k8s_openapi::api::discovery::v1::{
-    Endpoint as SliceEndpoint, EndpointConditions, EndpointPort, EndpointSlice,
-};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     FieldsV1, LabelSelector, ManagedFieldsEntry, ObjectMeta, OwnerReference, Time,
@@ -415,64 +413,38 @@ fn replica_set(d: usize, hash: &str, revision: u32, replicas: i32) -> ReplicaSet
 
 fn endpoint_slice(d: usize) -> EndpointSlice {
     let service = format!("web-{d:02}");
-    EndpointSlice {
-        address_type: "IPv4".into(),
-        metadata: meta(
-            &format!("{service}-k2x8q"),
-            &[
-                ("kubernetes.io/service-name", &service),
-                (
-                    "endpointslice.kubernetes.io/managed-by",
-                    "endpointslice-controller.k8s.io",
-                ),
-            ],
-        ),
-        ports: Some(vec![EndpointPort {
-            name: Some("http".into()),
-            port: Some(8080),
-            protocol: Some("TCP".into()),
-            ..Default::default()
-        }]),
-        endpoints: Some(
-            (0..PODS_PER)
-                .map(|p| SliceEndpoint {
-                    addresses: vec![ip(d, p)],
-                    conditions: Some(EndpointConditions {
-                        ready: Some(true),
-                        serving: Some(true),
-                        terminating: Some(false),
-                    }),
-                    node_name: Some("cnpe-node".into()),
-                    target_ref: Some(ObjectReference {
-                        kind: Some("Pod".into()),
-                        name: pod(d, p, false).metadata.name,
-                        namespace: Some(NS.into()),
-                        uid: Some(uid(&format!("web-{d:02}-7f9c{d:02}b5d8-x{p:03}z"))),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                })
-                .collect(),
-        ),
-    }
+    let metadata = meta(
+        &format!("{service}-k2x8q"),
+        &[
+            ("kubernetes.io/service-name", &service),
+            (
+                "endpointslice.kubernetes.io/managed-by",
+                "endpointslice-controller.k8s.io",
+            ),
+        ],
+    );
+    let endpoints = (0..PODS_PER)
+        .map(|p| {
+            let target = ObjectReference {
+                kind: Some("Pod".into()),
+                name: pod(d, p, false).metadata.name,
+                namespace: Some(NS.into()),
+                uid: Some(uid(&format!("web-{d:02}-7f9c{d:02}b5d8-x{p:03}z"))),
+                ..Default::default()
+            };
+            typed::ready_endpoint(ip(d, p), target, Some("cnpe-node"))
+        })
+        .collect();
+    typed::http_slice(metadata, endpoints)
 }
 
 fn application() -> Application {
-    let mut resources = Vec::new();
-    for d in 0..DEPLOYMENTS {
-        for (group, kind) in [("apps", "Deployment"), ("", "Service")] {
-            resources.push(ResourceStatus {
-                group: Some(group.into()),
-                version: Some("v1".into()),
-                kind: Some(kind.into()),
-                namespace: Some(NS.into()),
-                name: Some(format!("web-{d:02}")),
-                status: Some("Synced".into()),
-                hook: None,
-                health: None,
-            });
-        }
-    }
+    let resources = (0..DEPLOYMENTS)
+        .flat_map(|d| {
+            [("apps", "Deployment"), ("", "Service")]
+                .map(|(group, kind)| typed::managed(group, kind, NS, &format!("web-{d:02}")))
+        })
+        .collect();
     Application {
         api_version: "argoproj.io/v1alpha1".into(),
         kind: "Application".into(),
@@ -489,35 +461,7 @@ fn application() -> Application {
             },
             ..Default::default()
         },
-        status: Some(ApplicationStatus {
-            sync: Some(SyncStatus {
-                status: Some("Synced".into()),
-                revision: Some(SHA.into()),
-                revisions: None,
-            }),
-            health: Some(HealthStatus {
-                status: Some("Healthy".into()),
-                message: None,
-            }),
-            operation_state: Some(OperationState {
-                phase: Some("Succeeded".into()),
-                message: Some("successfully synced (all tasks run)".into()),
-                started_at: Some(t(1).to_string()),
-                finished_at: Some(t(5).to_string()),
-                sync_result: Some(SyncResult {
-                    revision: Some(SHA.into()),
-                    revisions: None,
-                }),
-                operation: Some(Operation {
-                    sync: Some(SyncOperation {
-                        revision: Some(SHA.into()),
-                    }),
-                }),
-            }),
-            conditions: None,
-            reconciled_at: Some(t(10).to_string()),
-            resources: Some(resources),
-        }),
+        status: Some(typed::synced_status(SHA, t(0), resources)),
     }
 }
 

@@ -4,9 +4,12 @@
 //! case, final rejections, the deadline, properties over random endpoints and Application
 //! status strings, and snapshots of the text and OpenMetrics renderings.
 
+#[path = "support/typed.rs"]
+mod typed;
+
 use cnpe_lab::cluster::argo::{
     AppCondition, Application, ApplicationSpec, ApplicationStatus, Destination, HealthStatus,
-    Operation, OperationState, ResourceStatus, SyncOperation, SyncResult, SyncStatus,
+    Operation, ResourceStatus, SyncOperation, SyncResult,
 };
 use cnpe_lab::serving::decide::{self, Request};
 use cnpe_lab::serving::expect::Expect;
@@ -97,49 +100,14 @@ fn application(resources: &[(&str, &str, &str)]) -> Application {
             },
             ..Default::default()
         },
-        status: Some(ApplicationStatus {
-            sync: Some(SyncStatus {
-                status: Some("Synced".into()),
-                revision: Some(SHA.into()),
-                revisions: None,
-            }),
-            health: Some(HealthStatus {
-                status: Some("Healthy".into()),
-                message: None,
-            }),
-            operation_state: Some(OperationState {
-                phase: Some("Succeeded".into()),
-                message: Some("successfully synced (all tasks run)".into()),
-                started_at: Some(ts(1)),
-                finished_at: Some(ts(5)),
-                sync_result: Some(SyncResult {
-                    revision: Some(SHA.into()),
-                    revisions: None,
-                }),
-                operation: Some(Operation {
-                    sync: Some(SyncOperation {
-                        revision: Some(SHA.into()),
-                    }),
-                }),
-            }),
-            conditions: None,
-            reconciled_at: Some(ts(10)),
-            resources: Some(
-                resources
-                    .iter()
-                    .map(|(g, k, n)| ResourceStatus {
-                        group: Some(g.to_string()),
-                        version: Some("v1".into()),
-                        kind: Some(k.to_string()),
-                        namespace: Some(NS.into()),
-                        name: Some(n.to_string()),
-                        status: Some("Synced".into()),
-                        hook: None,
-                        health: None,
-                    })
-                    .collect(),
-            ),
-        }),
+        status: Some(typed::synced_status(
+            SHA,
+            t(0),
+            resources
+                .iter()
+                .map(|(g, k, n)| typed::managed(g, k, NS, n))
+                .collect(),
+        )),
     }
 }
 

@@ -787,51 +787,90 @@ async fn trap_old_release_still_serving(f: &mut Fixture) -> Result<String, Strin
 /// Application keeps the Rollout from here on (the traps after this one use other
 /// Applications).
 async fn trap_canary_paused(f: &mut Fixture) -> Result<String, String> {
+    paused_rollout_trap(
+        f,
+        PausedRollout {
+            trap: "canary_paused_at_50_percent",
+            name: "canary",
+            release: canary_release,
+            first_message: "Gate trap: an Argo Rollouts canary beside web",
+            next_message: "Gate trap: the canary's next page, paused at 50 %",
+            pause: "the canary paused at 50 %",
+            paused: |st| {
+                let paused = st.pause_conditions.iter().any(|p| p.reason == "CanaryPauseStep");
+                let split = st.current_pod_hash.is_some() && st.current_pod_hash != st.stable_rs;
+                (paused && split && st.ready_replicas == Some(2) && st.updated_replicas == Some(1)).then(|| {
+                    format!(
+                        "Rollout canary paused (CanaryPauseStep) at step {} with 1 of 2 pods at {} (new page) and 1 at stableRS {} (old page), Argo CD phase {}",
+                        st.current_step_index.unwrap_or(0) + 1,
+                        st.current_pod_hash.as_deref().unwrap_or("?"),
+                        st.stable_rs.as_deref().unwrap_or("?"),
+                        st.phase.as_deref().unwrap_or("?")
+                    )
+                })
+            },
+            named: |u| u.starts_with("workload_paused: Rollout") && u.contains("canary weight 50%"),
+            unnamed: "our gate did not name the pause with its step and weight",
+            reasons: &["workload_paused", "old_revision_serving"],
+        },
+    )
+    .await
+}
+
+/// What a paused-Rollout trap varies; `paused_rollout_trap` does the rest.
+struct PausedRollout {
+    trap: &'static str,
+    /// The Rollout (and its Service, and its `app` label).
+    name: &'static str,
+    /// The web Application's release `n` with this Rollout beside the Deployment.
+    release: fn(u32) -> Release,
+    first_message: &'static str,
+    next_message: &'static str,
+    /// What the state wait waits for, and the state described once reached.
+    pause: &'static str,
+    paused: fn(&cnpe_lab::cluster::rollouts::RolloutStatus) -> Option<String>,
+    /// The unmet line in which our gate names this pause.
+    named: fn(&str) -> bool,
+    unnamed: &'static str,
+    reasons: &'static [&'static str],
+}
+
+/// A Rollout trap: its first release (at 100 % at once, approved), then its next release
+/// paused by the strategy. Once the pause is reached, ours, the peers and both forms of
+/// `kubectl argo rollouts status` look at it; ours must name the pause. Promoted (what
+/// `kubectl argo rollouts promote` does at a pause: the status' pause conditions cleared),
+/// ours and the Action approve it. The web Application keeps the Rollout.
+async fn paused_rollout_trap(f: &mut Fixture, t: PausedRollout) -> Result<String, String> {
     use cnpe_lab::cluster::rollouts::Rollout as ArgoRollout;
     rollouts_served(f).await?;
     let (_, body) = f.web_good.clone();
     let n = release_number(&body)?;
-    let first = f.web.commit(
-        &canary_release(n),
-        "Gate trap: an Argo Rollouts canary beside web",
-    )?;
+    let first = f.web.commit(&(t.release)(n), t.first_message)?;
     f.web.point_at(&first).await?;
-    // A Rollout's first release goes to 100 % at once (no steps): the good state.
     f.web.approved(&first, &body).await?;
     let next = web_body(n + 1);
-    let sha = f.web.commit(
-        &canary_release(n + 1),
-        "Gate trap: the canary's next page, paused at 50 %",
-    )?;
+    let sha = f.web.commit(&(t.release)(n + 1), t.next_message)?;
     f.web.point_at(&sha).await?;
     let ns = f.web.cfg.namespace.clone();
     let rollouts: Api<ArgoRollout> = Api::namespaced(f.web.cluster.client(), &ns);
-    let state = until_all(rollouts.clone(), "app=canary", "the canary paused at 50 %", |list| {
-        let r = list.iter().find(|r| r.metadata.name.as_deref() == Some("canary"))?;
-        let st = r.status.as_ref()?;
-        let paused = st.pause_conditions.iter().any(|p| p.reason == "CanaryPauseStep");
-        let split = st.current_pod_hash.is_some() && st.current_pod_hash != st.stable_rs;
-        (paused && split && st.ready_replicas == Some(2) && st.updated_replicas == Some(1)).then(|| {
-            format!(
-                "Rollout canary paused (CanaryPauseStep) at step {} with 1 of 2 pods at {} (new page) and 1 at stableRS {} (old page), Argo CD phase {}",
-                st.current_step_index.unwrap_or(0) + 1,
-                st.current_pod_hash.as_deref().unwrap_or("?"),
-                st.stable_rs.as_deref().unwrap_or("?"),
-                st.phase.as_deref().unwrap_or("?")
-            )
-        })
+    let labels = format!("app={}", t.name);
+    let state = until_all(rollouts.clone(), &labels, t.pause, |list| {
+        let r = list
+            .iter()
+            .find(|r| r.metadata.name.as_deref() == Some(t.name))?;
+        (t.paused)(r.status.as_ref()?)
     })
     .await?;
     let since = Instant::now();
     let plugin = futures::future::join(
-        peers::argo_rollouts_status(&ns, "canary", false, SETTLED_DEADLINE),
-        peers::argo_rollouts_status(&ns, "canary", true, SETTLED_DEADLINE),
+        peers::argo_rollouts_status(&ns, t.name, false, SETTLED_DEADLINE),
+        peers::argo_rollouts_status(&ns, t.name, true, SETTLED_DEADLINE),
     );
     let ((mut peers, ours), (once, watched)) = tokio::join!(
         f.peers(
             &f.web,
             &["deploy/web"],
-            "canary",
+            t.name,
             &sha,
             &next,
             Window::settled(since)
@@ -839,27 +878,11 @@ async fn trap_canary_paused(f: &mut Fixture) -> Result<String, String> {
         plugin
     );
     peers.extend([once, watched]);
-    let named = ours
-        .unmet()
-        .iter()
-        .any(|u| u.starts_with("workload_paused: Rollout") && u.contains("canary weight 50%"));
-    if !named {
-        return Err(format!(
-            "our gate did not name the pause with its step and weight: {:?}",
-            ours.unmet()
-        ));
+    if !ours.unmet().iter().any(|u| (t.named)(u)) {
+        return Err(format!("{}: {:?}", t.unnamed, ours.unmet()));
     }
-    let line = f.judge(
-        "canary_paused_at_50_percent",
-        TENANT,
-        &sha,
-        state,
-        peers,
-        &ours,
-        &["workload_paused", "old_revision_serving"],
-        &[],
-    )?;
-    promote(&rollouts, "canary").await?;
+    let line = f.judge(t.trap, TENANT, &sha, state, peers, &ours, t.reasons, &[])?;
+    promote(&rollouts, t.name).await?;
     let ok = f.web.approved(&sha, &next).await?;
     let action = action_approves(&f.web.cfg.application, &sha, &next).await?;
     f.web_good = (sha, next);
@@ -955,91 +978,34 @@ fn blue_green_release(n: u32) -> Release {
 /// (what clients use) still selects the old ReplicaSet. `kubectl argo rollouts status
 /// --watch=false` exits 0 on Paused. Ours names the active selector; promoted, it approves.
 async fn trap_blue_green_not_switched(f: &mut Fixture) -> Result<String, String> {
-    use cnpe_lab::cluster::rollouts::Rollout as ArgoRollout;
-    rollouts_served(f).await?;
-    let (_, body) = f.web_good.clone();
-    let n = release_number(&body)?;
-    let first = f.web.commit(
-        &blue_green_release(n),
-        "Gate trap: a blue-green Rollout beside web",
-    )?;
-    f.web.point_at(&first).await?;
-    // A blue-green Rollout's first revision is active at once.
-    f.web.approved(&first, &body).await?;
-    let next = web_body(n + 1);
-    let sha = f.web.commit(
-        &blue_green_release(n + 1),
-        "Gate trap: the blue-green's next page, not promoted",
-    )?;
-    f.web.point_at(&sha).await?;
-    let ns = f.web.cfg.namespace.clone();
-    let rollouts: Api<ArgoRollout> = Api::namespaced(f.web.cluster.client(), &ns);
-    let state = until_all(
-        rollouts.clone(),
-        "app=bluegreen",
-        "the blue-green paused with its active Service on the old ReplicaSet",
-        |list| {
-            let r = list.iter().find(|r| r.metadata.name.as_deref() == Some("bluegreen"))?;
-            let st = r.status.as_ref()?;
-            let paused = st.pause_conditions.iter().any(|p| p.reason == "BlueGreenPause");
-            let current = st.current_pod_hash.as_ref()?;
-            let on_old = st.blue_green.active_selector.as_ref().is_some_and(|a| a != current);
-            let preview_new = st.blue_green.preview_selector.as_ref() == Some(current);
-            (paused && on_old && preview_new).then(|| {
-                format!(
-                    "Rollout bluegreen paused (BlueGreenPause): new ReplicaSet {current} (new page) behind Service bluegreen-preview, the active Service bluegreen still selecting {} (old page), phase {}",
-                    st.blue_green.active_selector.as_deref().unwrap_or("?"),
-                    st.phase.as_deref().unwrap_or("?")
-                )
-            })
+    paused_rollout_trap(
+        f,
+        PausedRollout {
+            trap: "blue_green_active_service_on_the_old_replica_set",
+            name: "bluegreen",
+            release: blue_green_release,
+            first_message: "Gate trap: a blue-green Rollout beside web",
+            next_message: "Gate trap: the blue-green's next page, not promoted",
+            pause: "the blue-green paused with its active Service on the old ReplicaSet",
+            paused: |st| {
+                let paused = st.pause_conditions.iter().any(|p| p.reason == "BlueGreenPause");
+                let current = st.current_pod_hash.as_ref()?;
+                let on_old = st.blue_green.active_selector.as_ref().is_some_and(|a| a != current);
+                let preview_new = st.blue_green.preview_selector.as_ref() == Some(current);
+                (paused && on_old && preview_new).then(|| {
+                    format!(
+                        "Rollout bluegreen paused (BlueGreenPause): new ReplicaSet {current} (new page) behind Service bluegreen-preview, the active Service bluegreen still selecting {} (old page), phase {}",
+                        st.blue_green.active_selector.as_deref().unwrap_or("?"),
+                        st.phase.as_deref().unwrap_or("?")
+                    )
+                })
+            },
+            named: |u| u.starts_with("workload_revision: Rollout") && u.contains("active Service"),
+            unnamed: "our gate did not name the active Service's selector",
+            reasons: &["workload_paused", "workload_revision"],
         },
     )
-    .await?;
-    let since = Instant::now();
-    let plugin = futures::future::join(
-        peers::argo_rollouts_status(&ns, "bluegreen", false, SETTLED_DEADLINE),
-        peers::argo_rollouts_status(&ns, "bluegreen", true, SETTLED_DEADLINE),
-    );
-    let ((mut peers, ours), (once, watched)) = tokio::join!(
-        f.peers(
-            &f.web,
-            &["deploy/web"],
-            "bluegreen",
-            &sha,
-            &next,
-            Window::settled(since)
-        ),
-        plugin
-    );
-    peers.extend([once, watched]);
-    let named = ours
-        .unmet()
-        .iter()
-        .any(|u| u.starts_with("workload_revision: Rollout") && u.contains("active Service"));
-    if !named {
-        return Err(format!(
-            "our gate did not name the active Service's selector: {:?}",
-            ours.unmet()
-        ));
-    }
-    let line = f.judge(
-        "blue_green_active_service_on_the_old_replica_set",
-        TENANT,
-        &sha,
-        state,
-        peers,
-        &ours,
-        &["workload_paused", "workload_revision"],
-        &[],
-    )?;
-    promote(&rollouts, "bluegreen").await?;
-    let ok = f.web.approved(&sha, &next).await?;
-    let action = action_approves(&f.web.cfg.application, &sha, &next).await?;
-    f.web_good = (sha, next);
-    Ok(format!(
-        "{line}; promoted, ours approved in {:.1}s; {action}",
-        ok.seconds
-    ))
+    .await
 }
 
 /// The web Application's release `n` with a canary `checked` whose second step is an
