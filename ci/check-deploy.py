@@ -22,7 +22,7 @@ _spec.loader.exec_module(_manifests)
 ERRORS, check, load_all, dig = _manifests.ERRORS, _manifests.check, _manifests.load_all, _manifests.dig
 
 READ = {"get", "list", "watch"}
-# What src/serving/watch.rs watches (Kind::ALL): (apiGroup, resource) per namespace role, one
+# What src/cluster/watch.rs watches (Kind::ALL, src/cluster/kind.rs): (apiGroup, resource) per namespace role, one
 # literal pair each, so tests/deploy_rbac.rs can check this list against Kind::ALL.
 APP_RULES = {
     ("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets"), ("apps", "daemonsets"),

@@ -4,7 +4,7 @@
 //! kind added to the gate without its RBAC (or RBAC left for a kind no longer watched) fails
 //! here, before a hook Job meets a Forbidden on a cluster.
 
-use cnpe_lab::serving::watch::Kind;
+use cnpe_lab::cluster::kind::Kind;
 use std::collections::BTreeSet;
 use std::path::Path;
 

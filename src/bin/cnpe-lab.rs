@@ -426,7 +426,7 @@ fn gate_usage(g: &GateArgs) -> std::result::Result<(), String> {
 
 async fn gate(g: GateArgs, cfg: Config) -> Result<ExitCode> {
     use cnpe_lab::serving::run::{self, GateError, Options, ProbeChoice, ShaSource};
-    use cnpe_lab::serving::watch::AppFilter;
+    use cnpe_lab::cluster::watch::AppFilter;
     let cluster = match Cluster::connect(&cfg).await {
         Ok(c) => c,
         Err(e) => {

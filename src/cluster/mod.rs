@@ -5,12 +5,14 @@
 
 pub mod argo;
 pub mod gateway;
+pub mod kind;
 pub mod kubeconfig;
 pub mod live;
 pub mod probe;
 pub mod provision;
 pub mod rollouts;
 pub mod safety;
+pub mod watch;
 
 use crate::cluster::argo::{AppProject, Application};
 use crate::config::Config;

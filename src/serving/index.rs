@@ -4,8 +4,8 @@
 //! owner; EndpointSlices by Service; and every object by namespace.
 
 use crate::cluster::argo::Application;
+use crate::cluster::kind::Kind;
 use crate::serving::decide::SERVICE_NAME_LABEL;
-use crate::serving::watch::Kind;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

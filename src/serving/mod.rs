@@ -21,5 +21,4 @@ pub mod routes;
 pub mod run;
 pub mod verdict;
 pub mod via_route;
-pub mod watch;
 pub mod workloads;

@@ -3,6 +3,7 @@
 //! and probe answer until each Application is approved or rejected (or once, with `--once`).
 
 use crate::cluster::argo::Application;
+use crate::cluster::watch::{AppFilter, Change, Kind, Scope, Stores, Watches};
 use crate::cluster::Cluster;
 use crate::serving::decide::{self, Request};
 use crate::serving::expect::Expect;
@@ -12,10 +13,9 @@ use crate::serving::prober::{Probed, Prober, Via};
 use crate::serving::route_prober::{RouteProber, RouteRound};
 use crate::serving::verdict::{Decision, LieWindow, Verdict};
 use crate::serving::via_route::{ClientRequest, RouteAnswers};
-use crate::serving::watch::{AppFilter, Change, Kind, Scope, Stores, Watches};
 use crate::sha::Sha;
 use k8s_openapi::jiff::Timestamp;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -191,44 +191,33 @@ fn namespaces_of(app: &Application) -> BTreeSet<String> {
     out
 }
 
-fn in_namespaces<K: kube::Resource + Clone>(
-    store: &Store<K>,
-    namespaces: &BTreeSet<String>,
-) -> Vec<Arc<K>>
-where
-    K::DynamicType: Eq + std::hash::Hash + Clone,
-{
-    store
-        .state()
-        .into_iter()
-        .filter(|o| {
-            o.meta()
-                .namespace
-                .as_ref()
-                .is_some_and(|n| namespaces.contains(n))
-        })
-        .collect()
-}
-
-/// The objects one decision reads.
-fn objects_for(stores: &Stores, name: &str, namespaces: &BTreeSet<String>) -> Objects {
-    Objects {
+/// The objects one decision reads: the Application by name, the rest of its namespaces by
+/// name from each kind's index (no store is scanned).
+fn objects_for(stores: &Stores, app: &Request, namespaces: &BTreeSet<String>) -> Objects {
+    let mut objects = Objects {
         application: stores
             .applications
-            .state()
-            .into_iter()
-            .find(|a| a.metadata.name.as_deref() == Some(name)),
-        deployments: in_namespaces(&stores.deployments, namespaces),
-        replica_sets: in_namespaces(&stores.replica_sets, namespaces),
-        stateful_sets: in_namespaces(&stores.stateful_sets, namespaces),
-        daemon_sets: in_namespaces(&stores.daemon_sets, namespaces),
-        pods: in_namespaces(&stores.pods, namespaces),
-        services: in_namespaces(&stores.services, namespaces),
-        endpoint_slices: in_namespaces(&stores.endpoint_slices, namespaces),
-        rollouts: in_namespaces(&stores.rollouts, namespaces),
-        ingresses: in_namespaces(&stores.ingresses, namespaces),
-        http_routes: in_namespaces(&stores.http_routes, namespaces),
+            .get(&ObjectRef::new(&app.name).within(&app.namespace)),
+        ..Objects::default()
+    };
+    macro_rules! read {
+        ($($field:ident: $kind:expr),* $(,)?) => {
+            $(objects.$field = stores.in_namespaces($kind, &stores.$field, namespaces);)*
+        };
     }
+    read!(
+        deployments: Kind::Deployment,
+        replica_sets: Kind::ReplicaSet,
+        stateful_sets: Kind::StatefulSet,
+        daemon_sets: Kind::DaemonSet,
+        pods: Kind::Pod,
+        services: Kind::Service,
+        endpoint_slices: Kind::EndpointSlice,
+        rollouts: Kind::Rollout,
+        ingresses: Kind::Ingress,
+        http_routes: Kind::HttpRoute,
+    );
+    objects
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -245,15 +234,16 @@ pub async fn run(cluster: &Cluster, opts: &Options) -> Result<Outcome, GateError
     let started = Instant::now();
     let started_at = Timestamp::now();
     let (tx, mut changes) = mpsc::unbounded_channel::<Change>();
-    let apps_watch = Watches::start_applications(cluster, &opts.apps, tx.clone());
-    let chosen = chosen_applications(cluster, opts, &apps_watch.0, &apps_watch.2).await?;
+    let mut watches = Watches::start_applications(cluster, &opts.apps, &tx);
+    let chosen = chosen_applications(cluster, opts, &watches).await?;
     let deadline = started_at
         .checked_add(k8s_openapi::jiff::SignedDuration::try_from(opts.timeout).unwrap_or_default())
         .unwrap_or(started_at);
     let pending = pending_for(&chosen, opts, started_at, deadline)?;
     let scope = scope_of(&pending);
     let served = Watches::optional_served(cluster).await;
-    let watches = Watches::start_workloads(cluster, apps_watch, scope.clone(), &served, tx);
+    watches.start_workloads(cluster, scope.clone(), &served, &tx);
+    drop(tx);
     let left = opts.timeout.saturating_sub(started.elapsed());
     watches
         .ready(
@@ -295,20 +285,18 @@ pub async fn run(cluster: &Cluster, opts: &Options) -> Result<Outcome, GateError
 async fn chosen_applications(
     cluster: &Cluster,
     opts: &Options,
-    store: &Store<Application>,
-    watch_error: &std::sync::Mutex<Option<crate::serving::watch::WatchError>>,
+    watches: &Watches,
 ) -> Result<Vec<Arc<Application>>, GateError> {
+    let store = &watches.stores.applications;
     let namespace = &cluster.config().argocd_namespace;
     let listing = Duration::from_secs(30).min(opts.timeout.max(Duration::from_secs(5)));
     if tokio::time::timeout(listing, store.wait_until_ready())
         .await
         .is_err()
     {
-        let why = watch_error
-            .lock()
-            .unwrap()
-            .as_ref()
-            .map(|e| e.message.clone())
+        let why = watches
+            .last_error()
+            .map(|e| e.message)
             .unwrap_or_else(|| "no answer".into());
         return Err(GateError::Cluster(format!(
             "cannot list Applications in namespace {namespace} within {listing:?}: {why}"
@@ -491,7 +479,7 @@ impl<'a> GateLoop<'a> {
     async fn probe_every_endpoint_once(&mut self, answers: &mut mpsc::UnboundedReceiver<Probed>) {
         let mut all: HashSet<EndpointKey> = HashSet::new();
         for p in self.pending.values_mut() {
-            let objects = objects_for(self.stores, &p.request.name, &p.namespaces);
+            let objects = objects_for(self.stores, &p.request, &p.namespaces);
             p.endpoints = endpoint_keys(&objects);
             all.extend(p.endpoints.iter().cloned());
         }
@@ -515,7 +503,7 @@ impl<'a> GateLoop<'a> {
         };
         let mut all: HashSet<ClientRequest> = HashSet::new();
         for p in self.pending.values_mut() {
-            let objects = objects_for(self.stores, &p.request.name, &p.namespaces);
+            let objects = objects_for(self.stores, &p.request, &p.namespaces);
             p.requests = decide::client_requests_of(&p.request, &objects);
             all.extend(p.requests.iter().cloned());
         }
@@ -645,7 +633,7 @@ impl<'a> GateLoop<'a> {
             let Some(since) = p.dirty_since.take() else {
                 continue;
             };
-            let objects = objects_for(self.stores, &p.request.name, &p.namespaces);
+            let objects = objects_for(self.stores, &p.request, &p.namespaces);
             if let Some(app) = &objects.application {
                 // Resources can appear after the first listing (a sync in progress).
                 p.namespaces.extend(namespaces_of(app));
@@ -806,7 +794,7 @@ fn route(
     decided: &BTreeSet<AppKey>,
 ) -> BTreeSet<AppKey> {
     if c.kind == Kind::Application {
-        let keys: BTreeSet<AppKey> = if c.name.is_empty() {
+        let keys: BTreeSet<AppKey> = if c.is_relist() {
             decided.clone()
         } else {
             let key = (c.namespace.clone(), c.name.clone());
@@ -926,19 +914,9 @@ mod tests {
         for a in apps {
             writer.apply_watcher_event(&watcher::Event::Apply(a.clone()));
         }
-        Stores {
-            applications,
-            deployments: reflector::store().0,
-            replica_sets: reflector::store().0,
-            stateful_sets: reflector::store().0,
-            daemon_sets: reflector::store().0,
-            pods: reflector::store().0,
-            services: reflector::store().0,
-            endpoint_slices: reflector::store().0,
-            rollouts: reflector::store().0,
-            ingresses: reflector::store().0,
-            http_routes: reflector::store().0,
-        }
+        let mut stores = Stores::default();
+        stores.applications = applications;
+        stores
     }
 
     fn managed(name: &str) -> Application {
