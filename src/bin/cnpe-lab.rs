@@ -32,6 +32,7 @@ use cnpe_lab::lock::LabLock;
 use cnpe_lab::observe::observer::{self, wait_for, WaitError, WaitSpec};
 use cnpe_lab::observe::predicates::Target;
 use cnpe_lab::records;
+use cnpe_lab::report::waits::WaitLines;
 use cnpe_lab::report::Echo;
 use cnpe_lab::sha;
 use std::path::PathBuf;
@@ -308,7 +309,8 @@ async fn wait(cfg: Config, state: WaitState, sha: &str) -> Result<ExitCode> {
     let mut live = LiveWatch::start(&cluster);
     let probe = Probe::for_cluster(&cluster)?;
     let spec = WaitSpec::new(&cfg, target, sha, &cfg.body);
-    match wait_for(&cluster, &mut live, &probe, &spec, &mut |_| {}).await {
+    let lines = WaitLines::for_stderr();
+    match wait_for(&cluster, &mut live, &probe, &spec, &mut |e| lines.on(e)).await {
         Ok(w) => {
             print_json(&w.evidence.to_value());
             Ok(ExitCode::SUCCESS)
@@ -425,8 +427,8 @@ fn gate_usage(g: &GateArgs) -> std::result::Result<(), String> {
 }
 
 async fn gate(g: GateArgs, cfg: Config) -> Result<ExitCode> {
-    use cnpe_lab::serving::run::{self, GateError, Options, ProbeChoice, ShaSource};
     use cnpe_lab::cluster::watch::AppFilter;
+    use cnpe_lab::serving::run::{self, GateError, Options, ProbeChoice, ShaSource};
     let cluster = match Cluster::connect(&cfg).await {
         Ok(c) => c,
         Err(e) => {

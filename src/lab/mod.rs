@@ -26,10 +26,11 @@ use crate::lab::step::Step;
 use crate::lock::LabLock;
 use crate::observe::evidence::Evidence;
 use crate::observe::observations::{self, LieWindow, Observation};
-use crate::observe::observer::{self, wait_for, WaitSpec};
+use crate::observe::observer::{self, wait_for, WaitEvent, WaitSpec};
 use crate::observe::predicates::{self, Target};
 use crate::records::{self, Record, RecordPaths, RevisionChange, WriteOutcome};
 use crate::report::timeline::WaitTiming;
+use crate::report::waits::WaitLines;
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -208,7 +209,13 @@ impl Lab {
         let body = self.cfg.body.clone();
         let spec = WaitSpec::new(&self.cfg, target, sha, &body);
         let observations = self.records.path(Record::Observations);
-        let mut keep = |ev: &Evidence| keep_observation(&observations, ev);
+        let lines = WaitLines::for_stderr();
+        let mut keep = |e: &WaitEvent<'_>| {
+            if let WaitEvent::Observed(ev) = e {
+                keep_observation(&observations, ev);
+            }
+            lines.on(e);
+        };
         let cluster = self.cluster.clone();
         let probe = self.probe.clone();
         let w = wait_for(&cluster, self.live(), &probe, &spec, &mut keep)

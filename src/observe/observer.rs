@@ -12,28 +12,35 @@ use crate::observe::explain;
 use crate::observe::predicates::{self, Field, Target, Unmet};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-/// How a wait shows progress on stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Progress {
-    Quiet,
-    /// One updating line (ANSI), for a terminal.
-    Terminal,
-    /// A plain line whenever a condition flips, for CI logs.
-    Lines,
-}
-
-impl Progress {
-    /// `Terminal` when stderr is a terminal, else `Lines` (never control codes in a log).
-    pub fn for_stderr() -> Self {
-        if std::io::stderr().is_terminal() {
-            Progress::Terminal
-        } else {
-            Progress::Lines
-        }
-    }
+/// What a wait tells whoever follows it (typed; the wait prints nothing itself):
+/// [`crate::report::waits`] turns these into stderr lines, the lab's run appends every
+/// observation to `observations.ndjson`.
+#[derive(Debug)]
+pub enum WaitEvent<'a> {
+    /// Every evidence evaluated.
+    Observed(&'a Evidence),
+    /// After a look that left conditions unmet.
+    Unmet {
+        target: Target,
+        elapsed: Duration,
+        unmet: &'a [Unmet],
+    },
+    /// A followed value changed; `unmet` is what is still unmet.
+    Flipped {
+        target: Target,
+        flip: &'a Flip,
+        unmet: &'a [Unmet],
+    },
+    Reached {
+        target: Target,
+        elapsed: Duration,
+        events: u32,
+        probes: u32,
+    },
+    /// The deadline passed (the error follows).
+    TimedOut { target: Target },
 }
 
 /// One condition changing its live value during a wait ("health Progressing -> Degraded").
@@ -94,11 +101,10 @@ pub struct WaitSpec<'a> {
     pub deadline: Duration,
     /// HTTP is probed at this interval during the whole wait.
     pub probe_interval: Duration,
-    pub progress: Progress,
 }
 
 impl<'a> WaitSpec<'a> {
-    /// A wait with the configured deadline and probe interval, showing progress on stderr.
+    /// A wait with the configured deadline and probe interval.
     pub fn new(cfg: &Config, target: Target, sha: &'a str, body: &'a str) -> Self {
         WaitSpec {
             target,
@@ -106,17 +112,11 @@ impl<'a> WaitSpec<'a> {
             body,
             deadline: cfg.wait_deadline,
             probe_interval: cfg.probe_interval,
-            progress: Progress::for_stderr(),
         }
     }
 
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;
-        self
-    }
-
-    pub fn quiet(mut self) -> Self {
-        self.progress = Progress::Quiet;
         self
     }
 }
@@ -158,14 +158,13 @@ fn is_http(u: &Unmet) -> bool {
     u.what.is_http()
 }
 
-/// Waits on `live` until `spec.target` holds. `on_observation` sees every evaluated evidence
-/// (the run appends them to observations.ndjson).
+/// Waits on `live` until `spec.target` holds, telling `on_event` what it sees.
 pub async fn wait_for(
     cluster: &Cluster,
     live: &mut LiveWatch,
     probe: &Probe,
     spec: &WaitSpec<'_>,
-    on_observation: &mut dyn FnMut(&Evidence),
+    on_event: &mut dyn FnMut(&WaitEvent<'_>),
 ) -> Result<Waited, WaitError> {
     let name = spec.target.name();
     let subject = Subject::from_config(cluster.config());
@@ -179,14 +178,35 @@ pub async fn wait_for(
     let mut w = Watching::new();
     loop {
         let (ev, unmet) = w.look(live, probe, &subject, spec).await;
-        on_observation(&ev);
-        track_flips(&mut w.found, &mut w.flips, &unmet, &ev, w.start, spec);
-        if unmet.is_empty() {
-            return Ok(w.reached(ev, spec));
+        on_event(&WaitEvent::Observed(&ev));
+        for flip in track_flips(&mut w.found, &ev, w.start) {
+            on_event(&WaitEvent::Flipped {
+                target: spec.target,
+                flip: &flip,
+                unmet: &unmet,
+            });
+            w.flips.push(flip);
         }
-        show_unmet(spec, w.start, &unmet);
+        if unmet.is_empty() {
+            let waited = w.reached(ev);
+            on_event(&WaitEvent::Reached {
+                target: spec.target,
+                elapsed: waited.elapsed,
+                events: waited.events,
+                probes: waited.probes,
+            });
+            return Ok(waited);
+        }
+        on_event(&WaitEvent::Unmet {
+            target: spec.target,
+            elapsed: w.start.elapsed(),
+            unmet: &unmet,
+        });
         let left = spec.deadline.saturating_sub(w.start.elapsed());
         if left.is_zero() {
+            on_event(&WaitEvent::TimedOut {
+                target: spec.target,
+            });
             return Err(w.timed_out(cluster, live, spec, unmet, ev).await);
         }
         // Sleep until the next watch event or the next probe, whichever comes first.
@@ -275,19 +295,7 @@ impl Watching {
         (ev, unmet)
     }
 
-    fn reached(self, ev: Evidence, spec: &WaitSpec<'_>) -> Waited {
-        if spec.progress == Progress::Terminal {
-            eprint!("\r\x1b[2K");
-        }
-        if spec.progress != Progress::Quiet {
-            eprintln!(
-                "wait {}: reached after {:.1}s ({} watch events, {} probes)",
-                spec.target.name(),
-                self.start.elapsed().as_secs_f64(),
-                self.events,
-                self.probes
-            );
-        }
+    fn reached(self, ev: Evidence) -> Waited {
         Waited {
             evidence: ev,
             elapsed: self.start.elapsed(),
@@ -307,9 +315,6 @@ impl Watching {
         unmet: Vec<Unmet>,
         ev: Evidence,
     ) -> WaitError {
-        if spec.progress == Progress::Terminal {
-            eprintln!();
-        }
         let context = crate::observe::observer::context(
             cluster,
             live,
@@ -329,57 +334,24 @@ impl Watching {
     }
 }
 
-/// The terminal's one updating line: what is still unmet.
-fn show_unmet(spec: &WaitSpec<'_>, start: Instant, unmet: &[Unmet]) {
-    if spec.progress == Progress::Terminal {
-        let names: Vec<&str> = unmet.iter().map(|u| u.what.as_str()).collect();
-        eprint!(
-            "\r\x1b[2Kwait {} {:>5.1}s: unmet {}",
-            spec.target.name(),
-            start.elapsed().as_secs_f64(),
-            names.join(", ")
-        );
-        let _ = std::io::stderr().flush();
-    }
-}
-
-fn track_flips(
-    found: &mut BTreeMap<Field, String>,
-    flips: &mut Vec<Flip>,
-    unmet: &[Unmet],
-    ev: &Evidence,
-    start: Instant,
-    spec: &WaitSpec<'_>,
-) {
+/// The followed values that changed since the last look (and now `found`).
+fn track_flips(found: &mut BTreeMap<Field, String>, ev: &Evidence, start: Instant) -> Vec<Flip> {
     let now: BTreeMap<Field, String> = predicates::tracked_values(ev).into_iter().collect();
     let at_seconds = start.elapsed().as_secs_f64();
-    for (what, value) in &now {
-        match found.get(what) {
-            Some(old) if old != value => {
-                let f = Flip {
-                    what: *what,
-                    from: old.clone(),
-                    to: value.clone(),
-                    at_seconds,
-                };
-                if spec.progress == Progress::Lines {
-                    let still: Vec<&str> = unmet.iter().map(|u| u.what.as_str()).collect();
-                    eprintln!(
-                        "wait {}: {f}; unmet: {}",
-                        spec.target.name(),
-                        if still.is_empty() {
-                            "none".into()
-                        } else {
-                            still.join(", ")
-                        }
-                    );
-                }
-                flips.push(f);
-            }
-            _ => {}
-        }
-    }
+    let flips = now
+        .iter()
+        .filter_map(|(what, value)| {
+            let old = found.get(what).filter(|old| *old != value)?;
+            Some(Flip {
+                what: *what,
+                from: old.clone(),
+                to: value.clone(),
+                at_seconds,
+            })
+        })
+        .collect();
     *found = now;
+    flips
 }
 
 /// Reads the extra context for a human (Application, pods, events, ReplicaSets). Best effort:

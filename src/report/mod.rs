@@ -6,6 +6,7 @@
 pub mod junit;
 pub mod svg;
 pub mod timeline;
+pub mod waits;
 
 use crate::records;
 use junit::{TrialOutcome, TrialRecord};

@@ -270,9 +270,7 @@ impl LabCluster {
         body: &str,
         deadline: Duration,
     ) -> Result<Waited, WaitError> {
-        let spec = WaitSpec::new(&self.cfg, target, sha, body)
-            .deadline(deadline)
-            .quiet();
+        let spec = WaitSpec::new(&self.cfg, target, sha, body).deadline(deadline);
         wait_for(
             &self.cluster,
             &mut self.live,
