@@ -363,13 +363,7 @@ fn endpoint_slice(i: usize) -> EndpointSlice {
     let metadata = meta(
         i,
         &format!("{WEB}-{}", &hash(i + 1_000_003)[..5]),
-        &[
-            ("kubernetes.io/service-name", WEB),
-            (
-                "endpointslice.kubernetes.io/managed-by",
-                "endpointslice-controller.k8s.io",
-            ),
-        ],
+        &typed::slice_labels(WEB),
     );
     let endpoints = (0..PODS_PER)
         .map(|p| {

@@ -413,16 +413,7 @@ fn replica_set(d: usize, hash: &str, revision: u32, replicas: i32) -> ReplicaSet
 
 fn endpoint_slice(d: usize) -> EndpointSlice {
     let service = format!("web-{d:02}");
-    let metadata = meta(
-        &format!("{service}-k2x8q"),
-        &[
-            ("kubernetes.io/service-name", &service),
-            (
-                "endpointslice.kubernetes.io/managed-by",
-                "endpointslice-controller.k8s.io",
-            ),
-        ],
-    );
+    let metadata = meta(&format!("{service}-k2x8q"), &typed::slice_labels(&service));
     let endpoints = (0..PODS_PER)
         .map(|p| {
             let target = ObjectReference {

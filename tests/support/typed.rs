@@ -85,8 +85,19 @@ pub fn ready_endpoint(ip: String, pod: ObjectReference, node: Option<&str>) -> S
     }
 }
 
+/// The labels the EndpointSlice controller puts on a slice of Service `service`.
+pub fn slice_labels(service: &str) -> [(&'static str, &str); 2] {
+    [
+        ("kubernetes.io/service-name", service),
+        (
+            "endpointslice.kubernetes.io/managed-by",
+            "endpointslice-controller.k8s.io",
+        ),
+    ]
+}
+
 /// An IPv4 EndpointSlice with one TCP port `http` 8080, as the EndpointSlice controller writes
-/// it (`metadata` carries the service-name and managed-by labels).
+/// it (`metadata` carries the labels of [`slice_labels`]).
 pub fn http_slice(metadata: ObjectMeta, endpoints: Vec<SliceEndpoint>) -> EndpointSlice {
     EndpointSlice {
         address_type: "IPv4".into(),
